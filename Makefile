@@ -1,0 +1,50 @@
+# Attention Lab — every target sets itself up: it creates .venv and installs the
+# project on first use (and again when pyproject.toml changes).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(CURDIR)/$(VENV)/bin
+STAMP  := $(VENV)/.installed
+ASSIGNMENTS := $(notdir $(wildcard source/*))
+LAB_PORT ?= 8888
+LAB_ARGS ?=
+
+# nbgrader shells out to `alembic` and starts `python3` kernels: the venv's bin/ comes first.
+export PATH := $(BIN):$(PATH)
+# On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
+export OPENBLAS_NUM_THREADS := 1
+
+.PHONY: install lab test release grade demo clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## lab: open the course in JupyterLab on the start page (learners work on copies in workspace/)
+lab: $(STAMP)
+	mkdir -p workspace
+	cp -rn release/. workspace/
+	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) --ServerApp.port=$(LAB_PORT) \
+		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $(LAB_ARGS)
+
+## test: the whole test suite
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+## release: regenerate release/ from source/ with nbgrader generate_assignment
+release: $(STAMP)
+	$(BIN)/python -m autograder.release $(ASSIGNMENTS)
+
+## grade: autograde a real class: submitted/<student>/<assignment>/*.ipynb
+grade: $(STAMP)
+	$(BIN)/python -m autograder.grading $(ASSIGNMENTS)
+
+## demo: grade the embedded example class in a temporary course directory
+demo: $(STAMP)
+	$(BIN)/python -m autograder.example_class
+
+clean:
+	rm -rf $(VENV) demo-output test-artifacts *.egg-info

@@ -1,0 +1,212 @@
+"""Grade a class with nbgrader and report the scores per student and step.
+
+Used by ``make grade`` (a real class, course root = the repository) and
+``make demo`` (the embedded example class, graded in a temporary course
+directory). nbgrader does the work — ``generate_assignment`` to load the
+source and hidden tests into the gradebook, ``autograde`` and
+``generate_feedback`` — and this module reads the gradebook back into a
+table and ``grades.csv``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbgrader.api import Gradebook, MissingEntry
+
+COURSE_ID = "attention-lab"
+
+
+def nbgrader_environment() -> dict[str, str]:
+    """Environment for nbgrader commands and the kernels they start.
+
+    The interpreter's ``bin/`` goes first on PATH because nbgrader shells out
+    to ``alembic`` and starts ``python3`` kernels; one BLAS thread because on
+    2 cores OpenBLAS threads oversubscribe and make small products far slower.
+    """
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["OPENBLAS_NUM_THREADS"] = "1"
+    env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    return env
+
+
+def run_nbgrader(course_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``nbgrader ARGS`` in ``course_dir``, capturing its log.
+
+    Raises
+    ------
+    RuntimeError
+        If ``check`` and nbgrader exits non-zero; the message ends with its log.
+    """
+    command = [sys.executable, "-m", "nbgrader", *args]
+    result = subprocess.run(command, cwd=course_dir, env=nbgrader_environment(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"`nbgrader {' '.join(args)}` failed in {course_dir}:\n{result.stdout[-6000:]}")
+    return result
+
+
+def load_into_gradebook(course_dir: Path, assignment: str) -> None:
+    """Record the assignment's cells and hidden tests in the gradebook, leaving ``release/`` alone.
+
+    ``generate_assignment`` is what stores the hidden tests that ``autograde``
+    restores; its output goes to a scratch folder so that a committed
+    ``release/`` is never rewritten by grading.
+    """
+    with tempfile.TemporaryDirectory(prefix="attention-lab-release-") as scratch:
+        run_nbgrader(course_dir, "generate_assignment", assignment, "--force",
+                     f"--CourseDirectory.release_directory={scratch}")
+
+
+@dataclass
+class StudentResult:
+    """Scores of one student on one assignment: step → (score, max), or None if not graded."""
+
+    student: str
+    steps: dict[str, tuple[float, float]] | None
+    note: str = ""
+
+    @property
+    def total(self) -> float:
+        return sum(score for score, _ in self.steps.values()) if self.steps else 0.0
+
+
+_SHORT_NAMES = {
+    "attention_scores": "scores",
+    "causal_mask": "mask",
+    "scaled_dot_product_attention": "attention",
+    "causal_self_attention": "self_attn",
+    "attention_entropy": "entropy",
+}
+
+
+def step_name(grade_id: str) -> str:
+    """Column name for a test cell: ``test_softmax`` → ``softmax``, ``test_causal_mask`` → ``mask``."""
+    name = grade_id.removeprefix("test_")
+    return _SHORT_NAMES.get(name, name)
+
+
+def read_results(course_dir: Path, assignment: str, students: list[str]) -> tuple[list[str], list[StudentResult]]:
+    """Read autograded scores from the gradebook.
+
+    Returns
+    -------
+    steps : list of str
+        Test-cell grade ids in notebook order.
+    results : list of StudentResult
+        One per student, ``steps=None`` when nbgrader has no graded submission.
+    """
+    db_url = f"sqlite:///{course_dir / 'gradebook.db'}"
+    results = []
+    with Gradebook(db_url, course_id=COURSE_ID) as gradebook:
+        notebooks = gradebook.find_assignment(assignment).notebooks
+        cells = [(nb.name, cell.name, cell.max_score) for nb in notebooks for cell in nb.grade_cells
+                 if cell.cell_type == "code"]
+        steps = [name for _, name, _ in cells]
+        for student in students:
+            try:
+                gradebook.find_submission(assignment, student)
+                scores = {}
+                for notebook, cell, max_score in cells:
+                    grade = gradebook.find_grade(cell, notebook, assignment, student)
+                    scores[cell] = (float(grade.score), float(max_score))
+                results.append(StudentResult(student, scores))
+            except MissingEntry:
+                results.append(StudentResult(student, None, "no graded submission (see the nbgrader log above)"))
+    return steps, results
+
+
+def format_table(steps: list[str], results: list[StudentResult]) -> str:
+    """Plain-text table: one row per student, one column per step, plus the total."""
+    headers = ["student", *(step_name(s) for s in steps), "total"]
+    maximum = None
+    rows = []
+    for result in results:
+        if result.steps is None:
+            rows.append([result.student, *("–" for _ in steps), result.note])
+            continue
+        maximum = sum(m for _, m in result.steps.values())
+        rows.append([result.student, *(f"{result.steps[s][0]:g}/{result.steps[s][1]:g}" for s in steps),
+                     f"{result.total:g}/{maximum:g}"])
+    widths = [max(len(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
+    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [headers, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def write_csv(path: Path, assignment: str, steps: list[str], results: list[StudentResult]) -> None:
+    """Write ``grades.csv``: student, assignment, one score column per step, total, max score."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student", "assignment", *(step_name(s) for s in steps), "total", "max_score"])
+        for result in results:
+            if result.steps is None:
+                writer.writerow([result.student, assignment, *("" for _ in steps), "", ""])
+            else:
+                maximum = sum(m for _, m in result.steps.values())
+                writer.writerow([result.student, assignment, *(f"{result.steps[s][0]:g}" for s in steps),
+                                 f"{result.total:g}", f"{maximum:g}"])
+
+
+def grade_class(course_dir: Path, assignment: str, students: list[str]) -> tuple[list[str], list[StudentResult]]:
+    """Autograde every submission of ``assignment`` in ``course_dir/submitted`` and write feedback.
+
+    Returns the steps and per-student results read back from the gradebook.
+    nbgrader keeps going when one submission fails; that student is reported
+    as not graded instead of stopping the class.
+    """
+    load_into_gradebook(course_dir, assignment)
+    autograde = run_nbgrader(course_dir, "autograde", assignment, "--force", check=False)
+    feedback = run_nbgrader(course_dir, "generate_feedback", assignment, "--force", check=False)
+    log = course_dir / "grading.log"
+    log.write_text(autograde.stdout + "\n" + feedback.stdout)
+    return read_results(course_dir, assignment, students)
+
+
+def submitted_students(course_dir: Path, assignment: str) -> list[str]:
+    """Student ids with a folder ``submitted/<student>/<assignment>``, sorted."""
+    submitted = course_dir / "submitted"
+    if not submitted.is_dir():
+        return []
+    return sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m autograder.grading [ASSIGNMENT ...]``: grade the real class in the current course root."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Autograde submitted/ with nbgrader and print a table.")
+    parser.add_argument("assignments", nargs="*", help="assignment names (default: every folder in source/)")
+    parser.add_argument("--course-dir", type=Path, default=Path.cwd())
+    args = parser.parse_args(argv)
+    course_dir = args.course_dir.resolve()
+    assignments = args.assignments or sorted(p.name for p in (course_dir / "source").iterdir() if p.is_dir())
+    graded_any = False
+    for assignment in assignments:
+        students = submitted_students(course_dir, assignment)
+        if not students:
+            print(f"{assignment}: nothing in submitted/<student>/{assignment}/ to grade")
+            continue
+        graded_any = True
+        steps, results = grade_class(course_dir, assignment, students)
+        out = course_dir / f"grades-{assignment}.csv"
+        write_csv(out, assignment, steps, results)
+        print(f"\n{assignment}: {len(students)} submission(s)\n")
+        print(format_table(steps, results))
+        print(f"\ngrades: {out}\nfeedback: {course_dir / 'feedback'}/<student>/{assignment}/\n"
+              f"nbgrader log: {course_dir / 'grading.log'}")
+    if not graded_any:
+        print("Put submissions in submitted/<student>/<assignment>/<notebook>.ipynb "
+              "(nbgrader collect does this), then run `make grade` again.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

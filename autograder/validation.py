@@ -1,0 +1,122 @@
+"""Argument checks shared by the reference implementation.
+
+Each check raises ``ValueError`` whose message names the argument, the
+shape that was expected and the shape that was received, so that a learner
+who calls the reference (or a widget built on it) with a wrong array sees
+what to change instead of a broadcasting error from deep inside NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def as_float_array(name: str, value, *, min_ndim: int, expected: str) -> np.ndarray:
+    """Return ``value`` as a floating-point ndarray with at least ``min_ndim`` dimensions.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in the error message.
+    value : array_like
+        The argument. Integer and boolean arrays are converted to float64;
+        float16/float32/float64 arrays keep their dtype.
+    min_ndim : int
+        Smallest number of dimensions accepted.
+    expected : str
+        Human-readable expected shape, e.g. ``"(..., T_q, d_k)"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        A floating-point view or copy of ``value``.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` has fewer than ``min_ndim`` dimensions, is complex, or
+        is not numeric.
+    """
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise ValueError(
+            f"{name} must be a real numeric array of shape {expected}; "
+            f"received dtype {array.dtype}"
+        )
+    if array.ndim < min_ndim:
+        raise ValueError(
+            f"{name} must have shape {expected} (at least {min_ndim} dimensions); "
+            f"received shape {array.shape}"
+        )
+    if array.dtype.kind != "f":
+        array = array.astype(np.float64)
+    return array
+
+
+def require_positive_int(name: str, value) -> int:
+    """Return ``value`` as an ``int`` after checking that it is an integer ≥ 1.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not an integer (``bool`` is rejected) or is < 1.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer >= 1; received {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be an integer >= 1; received {value}")
+    return int(value)
+
+
+def require_same(name_a: str, size_a: int, name_b: str, size_b: int, what: str) -> None:
+    """Raise ``ValueError`` unless two axis sizes agree.
+
+    Parameters
+    ----------
+    name_a, name_b : str
+        Descriptions of the two axes, e.g. ``"Q.shape[-1]"``.
+    size_a, size_b : int
+        The sizes received.
+    what : str
+        The symbol both must share, e.g. ``"d_k"``.
+    """
+    if size_a != size_b:
+        raise ValueError(
+            f"{name_a} and {name_b} must both equal {what}; "
+            f"received {name_a}={size_a} and {name_b}={size_b}"
+        )
+
+
+def broadcast_mask(mask, target_shape: tuple[int, ...]) -> np.ndarray:
+    """Check a boolean attention mask and broadcast it to ``target_shape``.
+
+    Parameters
+    ----------
+    mask : array_like of bool
+        True where a query may attend to a key; broadcastable to
+        ``target_shape`` = ``(..., T_q, T_k)``.
+    target_shape : tuple of int
+        Shape of the attention scores.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape ``target_shape``
+
+    Raises
+    ------
+    ValueError
+        If ``mask`` is not boolean or does not broadcast to ``target_shape``.
+    """
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise ValueError(
+            f"mask must be a boolean array (True = may attend) broadcastable to "
+            f"{target_shape}; received dtype {mask.dtype} with shape {mask.shape}"
+        )
+    try:
+        return np.broadcast_to(mask, target_shape)
+    except ValueError:
+        raise ValueError(
+            f"mask must be broadcastable to the scores' shape (..., T_q, T_k) = "
+            f"{target_shape}; received shape {mask.shape}"
+        ) from None

@@ -1,0 +1,1 @@
+"""Banks of differently written answers, one module per assignment."""

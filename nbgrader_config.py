@@ -1,0 +1,24 @@
+"""nbgrader configuration for Attention Lab (course root = this folder).
+
+Read by `nbgrader` commands run here, by `make release` / `make grade` /
+`make demo`, and by the JupyterLab nbgrader extension (formgrader, Validate).
+"""
+
+from nbgrader.converters import GenerateAssignment
+
+from autograder.preprocessors import ClearWidgetState
+
+c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
+
+c.CourseDirectory.course_id = "attention-lab"
+
+# Releases: the default pipeline plus dropping saved widget state (ClearOutput keeps it).
+c.GenerateAssignment.preprocessors = (
+    list(GenerateAssignment.class_traits()["preprocessors"].default()) + [ClearWidgetState]
+)
+
+# Grading: a per-cell limit; a correct cell of assignment 1 runs in well under a second.
+c.Execute.timeout = 30
+c.Execute.interrupt_on_timeout = True
+# A deleted test cell is restored from the gradebook instead of needing manual grading forever.
+c.OverwriteCells.add_missing_cells = True

@@ -1,0 +1,126 @@
+"""End to end with nbgrader: the example class, the source notebook and `make grade` get the right grades."""
+
+import csv
+import shutil
+
+import nbformat
+import pytest
+
+from autograder import example_class, grading
+from autograder.notebook_cells import fill_release, read, solution_cells
+from autograder.variants.assignment1 import CORRECT
+from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
+from notebook_harness import grade_in_process
+
+# Graded with the example class, in the same nbgrader run (one run for the whole bank keeps the suite fast).
+EXTRA_STUDENTS = {
+    "zz-source-notebook": None,  # the instructor's source notebook, submitted as is
+    "zz-warnings-and-prints": CORRECT["warnings_and_prints"].cells,
+    "zz-loops-float32": {**CORRECT["loops"].cells, **CORRECT["float32"].cells},
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    course = tmp_path_factory.mktemp("course")
+    students = example_class.prepare_course(course)
+    for student, answers in EXTRA_STUDENTS.items():
+        target = course / "submitted" / student / ASSIGNMENT
+        target.mkdir(parents=True)
+        if answers is None:
+            shutil.copy(SOURCE_NB, target / NOTEBOOK)
+        else:
+            nb = fill_release(read(RELEASE_NB), {**solution_cells(read(SOURCE_NB)), **answers})
+            nbformat.write(nb, str(target / NOTEBOOK))
+    students += list(EXTRA_STUDENTS)
+    steps, results = grading.grade_class(course, ASSIGNMENT, students)
+    return course, steps, {r.student: r for r in results}
+
+
+def test_every_submission_was_graded(graded):
+    _, steps, results = graded
+    assert len(steps) == 7
+    assert all(r.steps is not None for r in results.values()), [r.student for r in results.values() if r.steps is None]
+
+
+def test_mistakes_lose_points_exactly_on_the_steps_they_break(graded):
+    _, steps, results = graded
+    for student, losses in example_class.EXPECTED_LOSSES.items():
+        scores = results[student].steps
+        expected_losses = set(steps) if losses == "all" else losses
+        for step, (score, maximum) in scores.items():
+            if step in expected_losses:
+                assert score < maximum, f"{student} should lose points in {step}"
+            else:
+                assert score == maximum, f"{student} must keep full marks in {step}, got {score}/{maximum}"
+
+
+def test_untouched_release_earns_zero_and_correct_answers_earn_full_marks(graded):
+    _, _, results = graded
+    assert results["ben-untouched"].total == 0
+    for student in ["ada-correct", "cai-einsum-and-1e9", *EXTRA_STUDENTS]:
+        assert results[student].total == 10, (student, results[student].steps)
+
+
+def test_nbgrader_scores_match_the_in_process_model(graded):
+    _, _, results = graded
+    for student, (_, answers) in example_class.STUDENTS.items():
+        if answers is None:
+            continue
+        expected = {grade_id: score for grade_id, (score, *_rest) in grade_in_process(SOURCE_NB, answers).items()}
+        got = {step: score for step, (score, _) in results[student].steps.items()}
+        assert got == expected, student
+
+
+def test_feedback_is_written_for_every_student_and_explains_lost_points(graded):
+    course, _, results = graded
+    for student in results:
+        html = course / "feedback" / student / ASSIGNMENT / NOTEBOOK.replace(".ipynb", ".html")
+        assert html.exists(), student
+    text = (course / "feedback" / "jon-no-max-subtraction" / ASSIGNMENT / "scaled_dot_product_attention.html").read_text()
+    assert "large logits stay finite" in text and "subtract each row" in text
+
+
+def test_table_and_csv(graded, tmp_path):
+    _, steps, results = graded
+    table = grading.format_table(steps, list(results.values()))
+    assert "ada-correct" in table and "10/10" in table and "0/10" in table and "8.5/10" in table
+    assert table.splitlines()[0].split()[:4] == ["student", "softmax", "scores", "scaling"]
+    grading.write_csv(tmp_path / "grades.csv", ASSIGNMENT, steps, list(results.values()))
+    rows = {row["student"]: row for row in csv.DictReader(open(tmp_path / "grades.csv"))}
+    assert rows["ada-correct"]["total"] == "10" and rows["ada-correct"]["max_score"] == "10"
+    assert rows["jon-no-max-subtraction"]["softmax"] == "1.5"
+
+
+def test_make_grade_grades_a_real_class_without_touching_release(tmp_path, capsys):
+    course = tmp_path / "class"
+    course.mkdir()
+    shutil.copy(REPO / "nbgrader_config.py", course)
+    shutil.copytree(REPO / "source", course / "source")
+    shutil.copytree(REPO / "release", course / "release")
+    before = (course / "release" / ASSIGNMENT / NOTEBOOK).read_bytes()
+    target = course / "submitted" / "alice" / ASSIGNMENT
+    target.mkdir(parents=True)
+    nbformat.write(fill_release(read(RELEASE_NB), solution_cells(read(SOURCE_NB))), str(target / NOTEBOOK))
+    assert grading.main(["--course-dir", str(course)]) == 0
+    out = capsys.readouterr().out
+    assert "alice" in out and "10/10" in out
+    assert (course / f"grades-{ASSIGNMENT}.csv").exists()
+    assert (course / "feedback" / "alice" / ASSIGNMENT).is_dir()
+    assert (course / "release" / ASSIGNMENT / NOTEBOOK).read_bytes() == before
+
+
+def test_make_grade_with_nothing_submitted_says_what_to_do(tmp_path, capsys):
+    shutil.copytree(REPO / "source", tmp_path / "source")
+    assert grading.main(["--course-dir", str(tmp_path)]) == 0
+    assert "submitted/<student>/<assignment>/" in capsys.readouterr().out
+
+
+def test_demo_prints_the_table_and_says_where_the_results_are(monkeypatch, tmp_path, capsys, graded):
+    _, steps, results = graded
+    monkeypatch.setattr(example_class, "run_demo", lambda output: (steps, list(results.values())))
+    assert example_class.main(["--output", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for student in example_class.STUDENTS:
+        assert student in out
+    assert "grades.csv" in out and "feedback" in out

@@ -1,0 +1,104 @@
+"""release/ is what `make release` generates from source/, and nothing secret reaches it."""
+
+import re
+import shutil
+
+import nbformat
+import pytest
+
+from autograder.grading import run_nbgrader
+from autograder.notebook_cells import read, solution_cells
+from autograder.release import generate_release
+from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
+
+ASSIGNMENTS = sorted(p.name for p in (REPO / "source").iterdir() if p.is_dir())
+
+
+def course_copy(tmp_path):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "nbgrader_config.py", tmp_path / "nbgrader_config.py")
+    shutil.copytree(REPO / "source", tmp_path / "source")
+    return tmp_path
+
+
+def test_committed_release_is_fresh(tmp_path):
+    course = course_copy(tmp_path / "course")
+    fresh = tmp_path / "fresh"
+    generate_release(course, ASSIGNMENTS, release_dir=fresh)
+    committed = sorted(p.relative_to(REPO / "release") for p in (REPO / "release").rglob("*") if p.is_file())
+    generated = sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
+    assert committed == generated, "release/ has different files than source/ generates: run `make release`"
+    for relative in generated:
+        assert (REPO / "release" / relative).read_bytes() == (fresh / relative).read_bytes(), (
+            f"release/{relative} is stale: run `make release` and commit the result")
+
+
+def test_release_holds_only_the_notebooks():
+    files = [p for p in (REPO / "release").rglob("*") if p.is_file()]
+    assert files and all(p.suffix == ".ipynb" for p in files), files
+
+
+def release_texts():
+    return {p: p.read_text() for p in (REPO / "release").rglob("*") if p.is_file()}
+
+
+def test_no_solution_or_hidden_test_reaches_release():
+    solution_lines = {line.strip() for source in solution_cells(read(SOURCE_NB)).values()
+                      for line in source.splitlines()
+                      if len(line.strip()) > 12 and not line.strip().startswith(("def ", '"""', "#"))
+                      and '"""' not in line and not re.match(r"^[A-Za-z_ ]+:", line.strip())}
+    assert len(solution_lines) >= 10
+    hidden_lines = {line.strip() for cell in read(SOURCE_NB).cells
+                    for block in re.findall(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", cell.source, re.S)
+                    for line in block.splitlines() if len(line.strip()) > 12 and not re.fullmatch(r"\w+,?", line.strip())}
+    assert len(hidden_lines) >= 20
+    for path, text in release_texts().items():
+        for marker in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS", "autograder.", "import autograder",
+                       "_rng = "):
+            assert marker not in text, f"{marker!r} leaked into {path}"
+        nb = nbformat.reads(text, as_version=4)
+        code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
+        for line in solution_lines | hidden_lines:
+            assert line not in code, f"{line!r} leaked into {path}"
+
+
+def test_reference_code_does_not_reach_release():
+    reference = (REPO / "autograder" / "reference.py").read_text()
+    body_lines = {line.strip() for line in reference.splitlines()
+                  if len(line.strip()) > 25 and not line.strip().startswith(("#", '"""', "def "))}
+    for path, text in release_texts().items():
+        nb = nbformat.reads(text, as_version=4)
+        code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
+        leaked = [line for line in body_lines if line in code]
+        assert not leaked, f"reference lines in {path}: {leaked}"
+
+
+def test_release_has_no_outputs_or_widget_state():
+    for path in (REPO / "release").rglob("*.ipynb"):
+        nb = read(path)
+        assert "widgets" not in nb.metadata, path
+        for cell in nb.cells:
+            assert "widgets" not in cell.metadata
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, path
+
+
+def test_saved_widget_state_is_dropped_by_generate_assignment(tmp_path):
+    course = course_copy(tmp_path / "course")
+    source = course / "source" / ASSIGNMENT / NOTEBOOK
+    nb = read(source)
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+        "state": {"abc": {"model_name": "OutputModel", "state": {"outputs": [{"text": "SECRET-REFERENCE-0.8808"}]}}},
+        "version_major": 2, "version_minor": 0}}
+    nbformat.write(nb, str(source))
+    out = tmp_path / "out"
+    generate_release(course, [ASSIGNMENT], release_dir=out)
+    text = (out / ASSIGNMENT / NOTEBOOK).read_text()
+    assert "SECRET-REFERENCE" not in text and "widget-state" not in text
+
+
+def test_release_fails_every_test_and_source_passes_every_test():
+    invert = run_nbgrader(REPO, "validate", "--invert", str(RELEASE_NB), check=False)
+    assert "Success! The notebook does not pass any tests." in invert.stdout, invert.stdout[-3000:]
+    source = run_nbgrader(REPO, "validate", str(SOURCE_NB), check=False)
+    assert "Success! Your notebook passes all the tests." in source.stdout, source.stdout[-3000:]

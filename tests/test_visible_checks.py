@@ -1,0 +1,113 @@
+"""The visible self-checks: silent on correct answers, and a plain-words diagnosis of each known mistake."""
+
+import pytest
+
+from attention_lab import checks
+from autograder import reference
+from autograder.notebook_cells import read, solution_cells
+from autograder.variants.assignment1 import CORRECT, MISTAKES
+from conftest import SOURCE_NB
+from notebook_harness import namespace_with
+
+ALL_CHECKS = [
+    ("check_softmax", ["softmax"]),
+    ("check_attention_scores", ["attention_scores"]),
+    ("check_causal_mask", ["causal_mask"]),
+    ("check_scaled_dot_product_attention", ["scaled_dot_product_attention"]),
+    ("check_causal_self_attention", ["causal_self_attention"]),
+    ("check_attention_entropy", ["attention_entropy"]),
+    ("check_rows_are_weighted_averages", ["scaled_dot_product_attention"]),
+    ("check_causality", ["causal_self_attention"]),
+    ("check_scaling_prevents_saturation", ["scaled_dot_product_attention", "attention_entropy"]),
+]
+
+# mistake → (the self-check that must catch it, words its message must contain)
+DIAGNOSES = {
+    "mask_flipped": ("check_causal_mask", "flipped"),
+    "diagonal_blocked": ("check_causal_mask", "diagonal is blocked"),
+    "one_step_future": ("check_causal_mask", "one step into the future"),
+    "softmax_wrong_axis": ("check_softmax", "down each column"),
+    "softmax_no_max_subtraction": ("check_softmax", "overflows"),
+    "scale_by_d": ("check_attention_scores", "divided by d_k = 4 instead of √d_k"),
+    "no_scaling": ("check_attention_scores", "not scaled at all"),
+    "mask_with_zero": ("check_scaled_dot_product_attention", "setting a blocked score to 0 does not block it"),
+    "mask_after_softmax": ("check_scaled_dot_product_attention", "no longer sum to 1"),
+    "keys_times_queries": ("check_attention_scores", "not K times Q transposed"),
+    "entropy_in_bits": ("check_attention_entropy", "bits"),
+    "self_attention_shares_projection": ("check_causal_self_attention", "V = x @ W_v"),
+}
+
+
+def run_all(namespace):
+    for check, names in ALL_CHECKS:
+        getattr(checks, check)(*(namespace[n] for n in names))
+
+
+def test_reference_passes_every_self_check(capsys):
+    run_all(vars(reference))
+    assert capsys.readouterr().out.count("✓") == 16
+
+
+def test_source_solution_passes_every_self_check():
+    run_all(namespace_with(solution_cells(read(SOURCE_NB))))
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT))
+def test_correct_variants_pass_every_self_check(name):
+    run_all(namespace_with({**solution_cells(read(SOURCE_NB)), **CORRECT[name].cells}))
+
+
+def test_every_mistake_has_a_diagnosis():
+    assert set(DIAGNOSES) == set(MISTAKES)
+
+
+@pytest.mark.parametrize("name", sorted(DIAGNOSES))
+def test_self_check_names_the_mistake(name):
+    check, words = DIAGNOSES[name]
+    namespace = namespace_with({**solution_cells(read(SOURCE_NB)), **MISTAKES[name].cells})
+    arguments = dict(ALL_CHECKS)[check]
+    with pytest.raises(checks.SelfCheckFailed) as failure:
+        getattr(checks, check)(*(namespace[n] for n in arguments))
+    assert words in str(failure.value)
+
+
+def test_causality_fact_catches_a_leak():
+    namespace = namespace_with({**solution_cells(read(SOURCE_NB)), **MISTAKES["mask_flipped"].cells})
+    with pytest.raises(checks.SelfCheckFailed, match="earlier positions can see the future"):
+        checks.check_causality(namespace["causal_self_attention"])
+
+
+def test_scaling_fact_catches_ignored_scale():
+    namespace = namespace_with({**solution_cells(read(SOURCE_NB)), **MISTAKES["no_scaling"].cells})
+    with pytest.raises(checks.SelfCheckFailed, match="is `scale` ignored"):
+        checks.check_scaling_prevents_saturation(namespace["scaled_dot_product_attention"],
+                                                 namespace["attention_entropy"])
+
+
+def test_scaling_fact_reports_entropies_in_nats(capsys):
+    scaled, unscaled = checks.check_scaling_prevents_saturation(reference.scaled_dot_product_attention,
+                                                                reference.attention_entropy)
+    assert 2.6 < scaled < 3.3 and unscaled < 0.5  # ≈ 0.87 ln 32 and ≈ 0.2 (shared/notes/mistakes.md table)
+    assert "nats" in capsys.readouterr().out
+
+
+def test_expect_shapes_fails_on_the_release_stub():
+    namespace = namespace_with({"softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()"})
+    with pytest.raises(NotImplementedError):
+        checks.expect_shapes(namespace["softmax"], [(2, 3)], __import__("numpy").zeros((2, 3)))
+
+
+def test_expect_shapes_does_not_charge_an_unfinished_earlier_step(capsys):
+    import numpy as np
+    answers = {**solution_cells(read(SOURCE_NB)), "softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()"}
+    namespace = namespace_with(answers)
+    checks.expect_shapes(namespace["scaled_dot_product_attention"], [(2, 5), (2, 3)],
+                         np.ones((2, 4)), np.ones((3, 4)), np.ones((3, 5)))
+    assert "not checked here" in capsys.readouterr().out
+
+
+def test_expect_shapes_rejects_wrong_shapes():
+    import numpy as np
+    namespace = namespace_with({"causal_mask": "def causal_mask(T):\n    return np.ones((T, T + 1), bool)"})
+    with pytest.raises(checks.SelfCheckFailed, match=r"shape \(3, 3\); got shape \(3, 4\)"):
+        checks.expect_shapes(namespace["causal_mask"], [(3, 3)], 3)
