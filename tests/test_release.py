@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from autograder.grading import run_nbgrader
-from autograder.notebook_cells import read, solution_cells
+from autograder.notebook_cells import read
 from autograder.release import generate_release
 from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
 
@@ -43,10 +43,9 @@ def release_texts():
 
 
 def test_no_solution_or_hidden_test_reaches_release():
-    solution_lines = {line.strip() for source in solution_cells(read(SOURCE_NB)).values()
-                      for line in source.splitlines()
-                      if len(line.strip()) > 12 and not line.strip().startswith(("def ", '"""', "#"))
-                      and '"""' not in line and not re.match(r"^[A-Za-z_ ]+:", line.strip())}
+    solution_lines = {line.strip() for cell in read(SOURCE_NB).cells
+                      for block in re.findall(r"### BEGIN SOLUTION(.*?)### END SOLUTION", cell.source, re.S)
+                      for line in block.splitlines() if len(line.strip()) > 12}
     assert len(solution_lines) >= 10
     hidden_lines = {line.strip() for cell in read(SOURCE_NB).cells
                     for block in re.findall(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", cell.source, re.S)
