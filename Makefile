@@ -25,10 +25,7 @@ $(STAMP): pyproject.toml
 
 ## lab: open the course in JupyterLab on the start page (learners work on copies in workspace/)
 lab: $(STAMP)
-	mkdir -p workspace
-	cp -rn release/. workspace/
-	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) --ServerApp.port=$(LAB_PORT) \
-		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $(LAB_ARGS)
+	$(BIN)/python -m attention_lab.lab --ServerApp.port=$(LAB_PORT) $(LAB_ARGS)
 
 ## test: the whole test suite
 test: $(STAMP)

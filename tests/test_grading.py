@@ -81,6 +81,15 @@ def test_feedback_is_written_for_every_student_and_explains_lost_points(graded):
     assert "large logits stay finite" in text and "subtract each row" in text
 
 
+def test_explorer_is_skipped_under_autograde_without_widget_output(graded):
+    course, _, _ = graded
+    nb = read(course / "autograded" / "ada-correct" / ASSIGNMENT / NOTEBOOK)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert any("not shown while grading" in o.get("text", "") for o in outputs)
+    assert not any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
+    assert "widgets" not in nb.metadata
+
+
 def test_table_and_csv(graded, tmp_path):
     _, steps, results = graded
     table = grading.format_table(steps, list(results.values()))

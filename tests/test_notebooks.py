@@ -70,12 +70,28 @@ def test_start_page_links_point_at_existing_notebooks():
         assert target.exists(), link
 
 
-@pytest.mark.parametrize("name", ["00_start_here.ipynb", "01_attention_visuals.ipynb"])
-def test_self_study_notebooks_execute(name):
-    nb = read(REPO / "notebooks" / name)
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+def execute(path):
+    nb = read(path)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    return nb, errors
+
+
+def widget_views(nb):
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+            if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+
+
+@pytest.mark.parametrize("name", ["00_start_here.ipynb", "01_attention_explorer.ipynb"])
+def test_self_study_notebooks_execute(name):
+    nb, errors = execute(REPO / "notebooks" / name)
     assert not errors, errors
-    if name == "01_attention_visuals.ipynb":
-        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-        assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
+    if name == "01_attention_explorer.ipynb":
+        assert len(widget_views(nb)) == 1
+
+
+def test_source_notebook_executes_cleanly_with_the_explorer_on_the_learners_functions():
+    nb, errors = execute(SOURCE_NB)
+    assert not errors, errors
+    assert len(widget_views(nb)) == 1
+    assert not any(o.get("name") == "stderr" for c in nb.cells if c.cell_type == "code" for o in c.outputs)

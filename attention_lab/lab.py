@@ -1,0 +1,52 @@
+"""``make lab``: give the learner copies of the released assignments and open JupyterLab on the start page.
+
+``python -m attention_lab.lab [jupyter lab options]`` copies each
+``release/<assignment>/`` to ``workspace/<assignment>/`` unless that folder
+already exists (a learner's work is never overwritten), then runs JupyterLab
+with the course folder as its root and ``notebooks/00_start_here.ipynb`` as the
+page it opens. The browser test starts the server with :func:`lab_command`,
+so it checks the same set-up.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+START_PAGE = "notebooks/00_start_here.ipynb"
+
+
+def prepare_workspace(course_dir: Path) -> list[Path]:
+    """Copy every ``release/<assignment>/`` that is not yet in ``workspace/``; return the new folders."""
+    release = course_dir / "release"
+    created = []
+    if not release.is_dir():
+        return created
+    for assignment in sorted(p for p in release.iterdir() if p.is_dir()):
+        target = course_dir / "workspace" / assignment.name
+        if not target.exists():
+            shutil.copytree(assignment, target)
+            created.append(target)
+    return created
+
+
+def lab_command(course_dir: Path, *extra: str) -> list[str]:
+    """The ``jupyter lab`` command line: course folder as root, opening on the start page."""
+    jupyter = Path(sys.executable).parent / "jupyter"
+    return [str(jupyter), "lab", f"--ServerApp.root_dir={course_dir}",
+            f"--LabApp.default_url=/lab/tree/{START_PAGE}", *extra]
+
+
+def main(argv: list[str] | None = None) -> None:
+    course_dir = Path.cwd()
+    for folder in prepare_workspace(course_dir):
+        print(f"copied {folder.relative_to(course_dir)}/ from release/ — do your work there")
+    command = lab_command(course_dir, *(sys.argv[1:] if argv is None else argv))
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # kernels inherit it: small products stay fast on few cores
+    os.execv(command[0], command)
+
+
+if __name__ == "__main__":
+    main()

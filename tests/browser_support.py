@@ -1,0 +1,132 @@
+"""JupyterLab + Debian Chromium driven by Playwright: shared by the browser tests and the latency benchmark.
+
+The server is started with :func:`attention_lab.lab.lab_command` (what ``make lab``
+runs) on 127.0.0.1 with throw-away config, runtime and settings folders, so no
+earlier workspace, kernel or setting leaks in. See shared/notes/browser-testing.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from attention_lab.lab import lab_command
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+
+IDLE_JS = """() => {
+  const bar = document.querySelector('.jp-StatusBar-Widget');
+  const ind = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator');
+  return !!bar && /\\| Idle/.test(bar.innerText) && !!ind && ind.dataset.status === 'idle'; }"""
+
+# FNV-1a hash of an <img>'s decoded pixels, and the RGB at fractional coordinates of its natural size.
+HASH_JS = """el => { if (!el.complete || !el.naturalWidth) return -1;
+  const w = el.naturalWidth, h = el.naturalHeight;
+  const g = new OffscreenCanvas(w, h).getContext('2d'); g.drawImage(el, 0, 0);
+  let x = 0x811c9dc5; for (const b of g.getImageData(0, 0, w, h).data) x = Math.imul(x ^ b, 16777619);
+  return x >>> 0; }"""
+PIXEL_JS = """([el, fx, fy]) => { const w = el.naturalWidth, h = el.naturalHeight;
+  const g = new OffscreenCanvas(w, h).getContext('2d'); g.drawImage(el, 0, 0);
+  const d = g.getImageData(Math.floor(fx * w), Math.floor(fy * h), 1, 1).data; return [d[0], d[1], d[2]]; }"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def lab_server(root: Path, log_path: Path):
+    """Start JupyterLab on ``root`` as ``make lab`` does; yield its base URL; stop it afterwards."""
+    run = Path(tempfile.mkdtemp(prefix="attention-lab-browser-"))
+    settings = run / "settings"
+    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
+        json.dumps({"windowingMode": "none"}))
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(run / "config"), JUPYTER_RUNTIME_DIR=str(run / "runtime"),
+               IPYTHONDIR=str(run / "ipython"), JUPYTERLAB_SETTINGS_DIR=str(settings),
+               JUPYTERLAB_WORKSPACES_DIR=str(run / "workspaces"), OPENBLAS_NUM_THREADS="1")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    port = free_port()
+    command = lab_command(root, "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+                          f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--IdentityProvider.token=",
+                          "--ServerApp.password=", "--LabApp.news_url=None",
+                          "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate")
+    log = open(log_path, "w")
+    process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with code {process.returncode}; see {log_path}")
+            try:
+                with urllib.request.urlopen(f"{base}/api/status", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                raise RuntimeError(f"JupyterLab did not answer on {base} within 60 s; see {log_path}")
+            time.sleep(0.3)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+        shutil.rmtree(run, ignore_errors=True)
+
+
+def course_copy(repo: Path, target: Path) -> Path:
+    """A throw-away copy of what the Lab shows (saving a notebook in the browser must not touch the repo)."""
+    for folder in ("notebooks", "release", "source"):
+        shutil.copytree(repo / folder, target / folder)
+    shutil.copy(repo / "nbgrader_config.py", target / "nbgrader_config.py")
+    return target
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+def wait_idle(page, timeout=90_000):
+    page.wait_for_function(IDLE_JS, timeout=timeout)
+
+
+def run_all(page):
+    wait_idle(page)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+    wait_idle(page)
+
+
+def slider_handle(page, label: str):
+    exact = re.compile(rf"^\s*{re.escape(label)}\s*$")
+    slider = page.locator(".widget-slider", has=page.locator(".widget-label", has_text=exact)).first
+    return slider.locator(".noUi-handle")
+
+
+def wait_new_pixels(page, image, before: int, timeout=20_000) -> int:
+    page.wait_for_function(f"([el, before]) => {{ const h = ({HASH_JS})(el); return h !== -1 && h !== before; }}",
+                           arg=[image.element_handle(), before], timeout=timeout)
+    return image.evaluate(HASH_JS)

@@ -1,0 +1,121 @@
+"""In a real browser: `make lab`'s JupyterLab opens the start page, the explorer redraws when its sliders move
+under the keyboard, and nbgrader's Validate button and Create Assignment sidebar work.
+
+Needs Debian's Chromium (/usr/bin/chromium; `.ci/run` installs it). In CI a missing browser fails the test.
+Screenshots go to test-artifacts/browser/.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+from attention_lab import explorer as ex
+from browser_support import (CHROMIUM, HASH_JS, PIXEL_JS, course_copy, launch, lab_server, run_all,
+                             slider_handle, wait_idle, wait_new_pixels)
+from conftest import REPO
+
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+ZERO_COLOUR = (np.array(ex.colormaps[ex.COLORMAP](0.0)[:3]) * 255).round()
+
+if not os.path.exists(CHROMIUM):
+    if os.environ.get("CI"):
+        pytest.fail(f"{CHROMIUM} is missing: .ci/run must `apt-get install -y chromium`", pytrace=False)
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)", allow_module_level=True)
+
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    root = course_copy(REPO, tmp_path_factory.mktemp("lab") / "course")
+    with lab_server(root, ARTIFACTS / "jupyterlab.log") as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def heatmap_fraction(T, row, col):
+    """Fractional (x, y) in the explorer image of the centre of heatmap cell (query row, key col)."""
+    left, bottom, width, height = ex.HEATMAP_RECT
+    return left + width * (col + 0.5) / T, 1 - bottom - height + height * (row + 0.5) / T
+
+
+def pixel(image, T, row, col):
+    fx, fy = heatmap_fraction(T, row, col)
+    return np.array(image.evaluate(f"(el) => ({PIXEL_JS})([el, {fx}, {fy}])"))
+
+
+def test_lab_opens_on_the_start_page(lab, page):
+    page.goto(f"{lab}/")
+    expect(page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel").first).to_have_text(
+        "00_start_here.ipynb", timeout=60_000)
+    expect(page.locator(".jp-RenderedMarkdown h1").first).to_contain_text("Attention Lab — start here")
+    page.screenshot(path=str(ARTIFACTS / "start_page.png"))
+
+
+def test_explorer_redraws_under_the_keyboard_and_the_mask_darkens_the_upper_triangle(lab, page):
+    page.goto(f"{lab}/lab/tree/notebooks/01_attention_explorer.ipynb?reset")
+    run_all(page)
+    image = page.locator("img.widget-image").first
+    expect(image).to_be_visible(timeout=60_000)
+    page.wait_for_function(f"el => ({HASH_JS})(el) !== -1", arg=image.element_handle())
+    summary = page.locator(".widget-html-content", has_text="largest weight").first
+    expect(summary).to_contain_text("T = 32, d_head = 64")
+    page.screenshot(path=str(ARTIFACTS / "explorer_initial.png"))
+
+    before = image.evaluate(HASH_JS)
+    T_handle = slider_handle(page, "T")
+    T_handle.focus()
+    T_handle.press("ArrowRight")
+    expect(T_handle).to_have_attribute("aria-valuenow", "33.0")
+    before = wait_new_pixels(page, image, before)
+    expect(summary).to_contain_text("T = 33, d_head = 64")
+
+    d_handle = slider_handle(page, "d_head")
+    d_handle.focus()
+    d_handle.press("ArrowRight")
+    expect(summary).to_contain_text("T = 33, d_head = 91")
+    before = wait_new_pixels(page, image, before)
+    expect(summary).to_contain_text("every weight above the diagonal is zero")
+    page.screenshot(path=str(ARTIFACTS / "explorer_after_keys.png"))
+
+    above = [(row, col) for row in range(0, 30, 3) for col in range(row + 1, 33, 4)]  # cells above the diagonal
+    assert all(np.abs(pixel(image, 33, r, c) - ZERO_COLOUR).max() <= 3 for r, c in above)  # weight 0 everywhere
+
+    page.locator(".widget-checkbox", has_text="causal mask").locator("input").click()
+    wait_new_pixels(page, image, before)
+    expect(summary).to_contain_text("weights above the diagonal are not zero")
+    lit = [np.abs(pixel(image, 33, r, c) - ZERO_COLOUR).max() > 3 for r, c in above]
+    assert sum(lit) > 0.5 * len(above), f"only {sum(lit)} of {len(above)} cells above the diagonal lit up"
+    page.screenshot(path=str(ARTIFACTS / "explorer_no_mask.png"))
+
+
+def test_nbgrader_validate_button_and_create_assignment_sidebar(lab, page):
+    page.goto(f"{lab}/lab/tree/release/01_scaled_dot_product_attention/scaled_dot_product_attention.ipynb?reset")
+    wait_idle(page)
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) jp-button.validate-button").click()
+    dialog = page.locator(".jp-Dialog-body")
+    expect(dialog).to_contain_text("failed", timeout=120_000)  # the untouched release fails its tests
+    page.screenshot(path=str(ARTIFACTS / "validate_release.png"))
+    page.locator(".jp-Dialog .jp-mod-accept").first.click()
+    tab = page.locator('li.lm-TabBar-tab[data-id="nbgrader-create_assignemnt"]')  # nbgrader's own spelling
+    expect(tab).to_have_count(1)
+    tab.click()
+    expect(page.locator(".nbgrader-CellWidget").first).to_be_visible(timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "create_assignment.png"))

@@ -1,0 +1,205 @@
+"""The attention explorer, driven headlessly: each control redraws exactly what the reference computes."""
+
+import io
+import math
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from attention_lab import explorer as ex
+from autograder import reference as ref
+from notebook_harness import namespace_with
+
+FUNCTIONS = (ref.scaled_dot_product_attention, ref.causal_mask, ref.attention_entropy)
+
+
+@pytest.fixture
+def explorer():
+    return ex.AttentionExplorer(*FUNCTIONS, T=12, d_head=16, sync=True)
+
+
+def expected(T, d, scale, causal, seed):
+    Q, K, V = (a[:T, :d] for a in ex.draw_inputs(seed))
+    _, w = ref.scaled_dot_product_attention(Q, K, V, mask=ref.causal_mask(T) if causal else None, scale=scale)
+    return w, ref.attention_entropy(w)
+
+
+def pixels(explorer):
+    return np.asarray(Image.open(io.BytesIO(explorer.image.value)).convert("RGB"))
+
+
+def heatmap_pixel(explorer, row, col):
+    """Colour at the centre of heatmap cell (query row, key col), from the rendered PNG."""
+    img = pixels(explorer)
+    height, width = img.shape[:2]
+    left, bottom, w, h = ex.HEATMAP_RECT
+    T = explorer.settings.T
+    x = (left + w * (col + 0.5) / T) * width
+    y = (1 - bottom - h + h * (row + 0.5) / T) * height
+    return img[int(y), int(x)].astype(int)
+
+
+def check_matches_reference(explorer):
+    s = explorer.settings
+    w, H = expected(s.T, s.d_head, s.scale, s.causal, s.seed)
+    np.testing.assert_allclose(explorer.view.weights, w, rtol=1e-12)
+    np.testing.assert_allclose(explorer.figure.image.get_array(), w, rtol=1e-12)
+    np.testing.assert_allclose(explorer.figure.entropy_line.get_ydata(), H, rtol=1e-12)
+    ceiling = np.log(np.arange(s.T) + 1.0) if s.causal else np.full(s.T, math.log(s.T))
+    np.testing.assert_allclose(explorer.figure.ceiling_line.get_ydata(), ceiling)
+    assert f"largest weight {w.max():.3f}" in explorer.summary.value
+    assert f"mean row entropy {H.mean():.2f} nats" in explorer.summary.value
+    assert f"T = {s.T}, d_head = {s.d_head}" in explorer.summary.value
+
+
+@pytest.mark.parametrize("control, value", [("T_slider", 40), ("d_slider", 512), ("d_slider", 1),
+                                            ("scale_box", False), ("causal_box", False), ("seed_slider", 7)])
+def test_each_control_redraws_what_the_reference_computes(explorer, control, value):
+    before = explorer.image.value
+    getattr(explorer, control).value = value
+    check_matches_reference(explorer)
+    assert explorer.image.value != before
+
+
+def test_mask_on_zeroes_the_upper_triangle_and_off_does_not(explorer):
+    explorer.T_slider.value = 20
+    assert np.all(np.triu(explorer.view.weights, 1) == 0)
+    assert "every weight above the diagonal is zero" in explorer.summary.value
+    zero_colour = (np.array(ex.colormaps[ex.COLORMAP](0.0)[:3]) * 255).round()
+    assert np.abs(heatmap_pixel(explorer, 2, 17) - zero_colour).max() <= 2
+    explorer.causal_box.value = False
+    assert np.count_nonzero(np.triu(explorer.view.weights, 1)) == 20 * 19 // 2
+    assert "weights above the diagonal are not zero" in explorer.summary.value
+    assert np.abs(heatmap_pixel(explorer, 2, 17) - zero_colour).max() > 2
+
+
+def test_entropy_curves_show_saturation_and_mark_d_head(explorer):
+    explorer.T_slider.value = 32
+    explorer.causal_box.value = False
+    curves = {name: line.get_ydata() for name, line in explorer.figure.curve_lines.items()}
+    d = np.array(ex.D_HEAD_OPTIONS)
+    assert list(explorer.figure.curve_lines["unscaled"].get_xdata()) == list(d)
+    assert curves["unscaled"][d == 256][0] < 0.5 < 2.5 < curves["scaled (÷√d)"][d == 256][0]
+    assert curves["÷d"][d == 512][0] > 0.95 * math.log(32)  # ÷d drives rows to uniform (ln T)
+    explorer.d_slider.value = 91
+    assert list(explorer.figure.marker.get_xdata()) == [91, 91]
+
+
+def test_curves_match_the_reference_on_the_sampled_rows(explorer):
+    explorer.T_slider.value = 100
+    rows = np.unique(np.linspace(0, 99, ex.CURVE_QUERIES).round().astype(int))
+    Q, K, V = ex.draw_inputs(0)
+    mask = ref.causal_mask(100)[rows]
+    d = 23
+    _, w = ref.scaled_dot_product_attention(Q[rows, :d] / math.sqrt(d), K[:100, :d], V[:100, :d], mask=mask)
+    index = ex.D_HEAD_OPTIONS.index(d)
+    assert explorer.figure.curve_lines["÷d"].get_ydata()[index] == pytest.approx(ref.attention_entropy(w).mean())
+
+
+def test_one_figure_and_one_image_are_reused_across_20_changes(explorer):
+    image, figure, canvas, artist = explorer.image, explorer.figure.figure, explorer.figure.canvas, explorer.figure.image
+    redraws = explorer.redraws
+    for step in range(20):
+        [explorer.T_slider, explorer.d_slider][step % 2].value = (
+            5 + step if step % 2 == 0 else ex.D_HEAD_OPTIONS[step % len(ex.D_HEAD_OPTIONS)])
+    assert explorer.redraws == redraws + 20
+    assert explorer.image is image and explorer.figure.figure is figure and explorer.figure.canvas is canvas
+    assert explorer.figure.image is artist and len(figure.axes) == 4
+
+
+def test_inputs_are_drawn_once_per_seed(explorer):
+    first = explorer._inputs
+    explorer.T_slider.value = 30
+    explorer.d_slider.value = 128
+    assert explorer._inputs is first
+    explorer.seed_slider.value = 3
+    assert explorer._inputs is not first
+    explorer.resample.click()
+    assert explorer.seed_slider.value == 4
+
+
+def test_learner_error_is_shown_as_one_message_and_fix_is_picked_up():
+    namespace = namespace_with({
+        "softmax": "def softmax(x, axis=-1):\n    e = np.exp(x - x.max(axis, keepdims=True))\n    return e / e.sum(axis, keepdims=True)",
+        "causal_mask": "def causal_mask(T):\n    raise NotImplementedError()",
+        "scaled_dot_product_attention": "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                                        "    raise NotImplementedError()",
+    })
+    explorer = ex.AttentionExplorer(namespace["scaled_dot_product_attention"], namespace["causal_mask"],
+                                    ref.attention_entropy, T=8, d_head=4, sync=True)
+    assert explorer.view is None and "NotImplementedError" in explorer.summary.value
+    assert "causal_mask(8) raised" in explorer.error
+    # The learner fixes both cells and re-runs them; the explorer uses the new definitions on the next change.
+    namespace_fix = {
+        "causal_mask": "def causal_mask(T):\n    return np.triu(np.ones((T, T), dtype=bool))",  # flipped!
+        "scaled_dot_product_attention": "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                                        "    s = Q @ K.T / (np.sqrt(Q.shape[-1]) if scale else 1)\n"
+                                        "    s = s if mask is None else np.where(mask, s, -np.inf)\n"
+                                        "    w = softmax(s)\n    return w @ V, w",
+    }
+    for source in namespace_fix.values():
+        exec(source, namespace)
+    explorer.d_slider.value = 8
+    assert explorer.error is None
+    assert np.all(np.tril(explorer.view.weights, -1) == 0)  # the flipped mask lights the upper triangle
+    assert "weights above the diagonal are not zero" in explorer.summary.value
+
+
+def test_wrong_shape_from_the_learner_is_explained():
+    bad = {"scaled_dot_product_attention": "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                                           "    w = np.ones((K.shape[0], Q.shape[0]))\n    return w @ V, w.T[:, :2]"}
+    namespace = namespace_with(bad)
+    explorer = ex.AttentionExplorer(namespace["scaled_dot_product_attention"], ref.causal_mask, ref.attention_entropy,
+                                    T=6, d_head=4, sync=True)
+    assert "returned weights of shape (6, 2); expected (T, T) = (6, 6)" in explorer.summary.value
+
+
+def test_bad_initial_settings_raise_value_error():
+    with pytest.raises(ValueError, match="T must be between 2 and 512; received 1"):
+        ex.AttentionExplorer(*FUNCTIONS, T=1)
+    with pytest.raises(ValueError, match="d_head must be one of"):
+        ex.AttentionExplorer(*FUNCTIONS, d_head=100)
+
+
+def test_not_shown_under_nbgrader(monkeypatch, capsys):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert ex.explore_attention(*FUNCTIONS) is None
+    assert "not shown while grading" in capsys.readouterr().out
+    monkeypatch.delenv("NBGRADER_EXECUTION")
+    assert isinstance(ex.explore_attention(*FUNCTIONS, T=4), ex.AttentionExplorer)
+
+
+def test_changes_arriving_before_a_pending_redraw_are_merged():
+    import asyncio
+
+    async def scenario():
+        explorer = ex.AttentionExplorer(*FUNCTIONS, T=10, d_head=16)
+        start = explorer.redraws
+        for T in range(11, 31):  # 20 rapid changes in one burst
+            explorer.T_slider.value = T
+        await asyncio.sleep(0.05)
+        return explorer, explorer.redraws - start
+
+    explorer, redraws = asyncio.run(scenario())
+    assert redraws == 1
+    assert explorer.view.weights.shape == (30, 30)
+    check_matches_reference(explorer)
+
+
+def test_controls_have_labels_and_tooltips(explorer):
+    for control in (explorer.T_slider, explorer.d_slider, explorer.scale_box, explorer.causal_box,
+                    explorer.seed_slider, explorer.resample):
+        assert control.description and control.tooltip
+    assert explorer.T_slider.min == 2 and explorer.T_slider.max == 512
+    assert explorer.d_slider.options[0] == 1 and explorer.d_slider.options[-1] == 512
+    ratios = np.diff(np.log(ex.D_HEAD_OPTIONS))
+    assert ratios.max() < 0.75  # log-spaced steps, at most about ×2 apart
+
+
+def test_axes_say_query_and_key_position_and_nats(explorer):
+    f = explorer.figure
+    assert (f.heat_ax.get_xlabel(), f.heat_ax.get_ylabel()) == ("key position", "query position")
+    assert f.entropy_ax.get_xlabel() == "query position" and "nats" in f.entropy_ax.get_ylabel()
+    assert "nats" in f.curve_ax.get_ylabel() and f.curve_ax.get_xscale() == "log"
+    assert f.image.get_clim() == (0.0, 1.0) and f.image.get_cmap().name == "viridis"
