@@ -22,3 +22,7 @@ c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
 # A deleted test cell is restored from the gradebook instead of needing manual grading forever.
 c.OverwriteCells.add_missing_cells = True
+
+# Validate (the student's button) also reports errors in cells that are not graded, such as a failing
+# self-check, so that "Success" means every check in the notebook ran cleanly.
+c.Validator.validate_all = True

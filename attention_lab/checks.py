@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-import sys
 import warnings
 from typing import Callable
 
@@ -33,11 +32,36 @@ def _ok(message: str) -> None:
     print(f"✓ {message}")
 
 
-def _quiet(function: Callable, *args, **kwargs):
+def _raw(function: Callable, *args, **kwargs):
     # A warning printed in a self-check cell would distract from the message that matters.
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return function(*args, **kwargs)
+
+
+_HINTS = (
+    ("NotImplementedError", "you have not written this function yet"),
+    ("could not be broadcast", "keep the axis you reduce over (keepdims=True) so that the shapes line up"),
+    ("core dimension", "check the shapes you multiply: Q (..., T_q, d_k) @ Kᵀ (..., d_k, T_k); transpose only "
+                       "the last two axes of K (K.T reverses all of them; use np.swapaxes(K, -1, -2))"),
+    ("shapes", "check the shapes you multiply: Q (..., T_q, d_k) @ Kᵀ (..., d_k, T_k)"),
+    ("is not defined", "run the cell that defines it first"),
+)
+
+
+def _quiet(function: Callable, *args, **kwargs):
+    """Call the learner's function; an exception becomes one plain-words SelfCheckFailed with a hint."""
+    try:
+        return _raw(function, *args, **kwargs)
+    except Exception as error:
+        text = f"{type(error).__name__}: {error}"
+        hint = next((h for key, h in _HINTS if key in text), None)
+        name = getattr(function, "__name__", "your function")
+        raise SelfCheckFailed(f"{name} raised {text}" + (f" — {hint}" if hint else "")) from None
+
+
+COURSE_FUNCTIONS = ("softmax", "attention_scores", "causal_mask", "scaled_dot_product_attention",
+                    "causal_self_attention", "attention_entropy")
 
 
 def expect_shapes(function: Callable, shapes: list[tuple[int, ...]], *args, **kwargs) -> None:
@@ -45,10 +69,10 @@ def expect_shapes(function: Callable, shapes: list[tuple[int, ...]], *args, **kw
 
     Anything the function prints or warns is discarded: nbgrader gives a test
     cell zero points when anything reaches stderr, and correct code may warn.
-    Each step is graded on its own, so when the function fails only after
-    calling another of the learner's functions (say ``softmax`` from
-    ``scaled_dot_product_attention``) this check does not fail: the hidden
-    tests run the function with correct versions of the others.
+    Each step is graded on its own, so a failure that comes from another of
+    the learner's course functions — raised inside it, or a NameError because
+    it is not defined — does not fail this check: the hidden tests run the
+    function with correct versions of the others.
 
     Parameters
     ----------
@@ -64,52 +88,53 @@ def expect_shapes(function: Callable, shapes: list[tuple[int, ...]], *args, **kw
     SelfCheckFailed
         If the result is not an array (or tuple of arrays) of those shapes.
     Exception
-        Whatever ``function`` raised, when it called no other notebook function.
+        Whatever ``function`` raised in its own code.
     """
     name = getattr(function, "__name__", "the function")
-    called = _notebook_functions_called(function)
     try:
-        with called, contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            result = _quiet(function, *args, **kwargs)
-        results = result if len(shapes) > 1 else (result,)
-        if len(shapes) > 1 and (not isinstance(result, tuple) or len(result) != len(shapes)):
-            _fail(f"{name} should return a tuple of {len(shapes)} arrays, but it returned {type(result).__name__}")
-        for position, (value, shape) in enumerate(zip(results, shapes)):
-            what = name if len(shapes) == 1 else f"item {position} returned by {name}"
-            if not isinstance(value, np.ndarray) or value.shape != shape:
-                got = f"shape {value.shape}" if isinstance(value, np.ndarray) else type(value).__name__
-                _fail(f"{what} should be an array of shape {shape}; got {got}")
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            result = _raw(function, *args, **kwargs)
     except Exception as error:
-        if not called.names:
+        culprit = _other_course_function_behind(function, error)
+        if culprit is None:
             raise
-        others = ", ".join(sorted(called.names))
-        print(f"(not checked here: {name} failed after calling your {others} ({type(error).__name__}: {error}); "
-              f"the hidden tests run {name} with correct versions of {others})")
+        print(f"(not checked here: {name} failed in or for lack of your {culprit} ({type(error).__name__}: "
+              f"{error}); the hidden tests run {name} with a correct {culprit})")
+        return
+    if len(shapes) > 1 and (not isinstance(result, (tuple, list)) or len(result) != len(shapes)):
+        _fail(f"{name} should return a tuple of {len(shapes)} arrays, but it returned {type(result).__name__}")
+    results = result if len(shapes) > 1 else (result,)
+    actual = [value.shape if isinstance(value, np.ndarray) else None for value in results]
+    if len(shapes) == 2 and actual == shapes[::-1] and shapes[0] != shapes[1]:
+        _fail(f"{name} returned (weights, output); return (output, weights) in that order")
+    for position, (value, shape) in enumerate(zip(results, shapes)):
+        what = name if len(shapes) == 1 else f"item {position} returned by {name}"
+        if not isinstance(value, np.ndarray) or value.shape != shape:
+            got = f"shape {value.shape}" if isinstance(value, np.ndarray) else type(value).__name__
+            _fail(f"{what} should be an array of shape {shape}; got {got}")
 
 
-class _notebook_functions_called(contextlib.AbstractContextManager):
-    """Record which other functions of the learner's notebook run while active."""
+def _other_course_function_behind(function: Callable, error: BaseException) -> str | None:
+    """Name of the other course function that caused ``error``, if it was one.
 
-    def __init__(self, function: Callable):
-        self.namespace = getattr(function, "__globals__", None)
-        self.own = getattr(function, "__code__", None)
-        self.names: set[str] = set()
-
-    def _profile(self, frame, event, arg):
-        if event == "call" and frame.f_globals is self.namespace and frame.f_code is not self.own:
-            # Only top-level notebook functions count, not the function's own comprehensions or lambdas.
-            defined = self.namespace.get(frame.f_code.co_name)
-            if getattr(defined, "__code__", None) is frame.f_code:
-                self.names.add(frame.f_code.co_name)
-
-    def __enter__(self):
-        self.previous = sys.getprofile()
-        sys.setprofile(self._profile)
-        return self
-
-    def __exit__(self, *exc):
-        sys.setprofile(self.previous)
-        return False
+    Either the innermost frame of the learner's notebook in the traceback runs
+    another course function, or the error is a NameError for one that is not
+    defined (a syntax error in its cell, or a different name).
+    """
+    if isinstance(error, NameError) and getattr(error, "name", None) in COURSE_FUNCTIONS:
+        return error.name
+    namespace = getattr(function, "__globals__", None)
+    innermost = None
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_globals is namespace:
+            innermost = tb.tb_frame.f_code
+        tb = tb.tb_next
+    if innermost is None or innermost is getattr(function, "__code__", None):
+        return None
+    if innermost.co_name in COURSE_FUNCTIONS and getattr(namespace.get(innermost.co_name), "__code__", None) is innermost:
+        return innermost.co_name
+    return None
 
 
 def _array(name: str, value, shape: tuple[int, ...], kind: str = "f") -> np.ndarray:
@@ -251,7 +276,8 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -
             if _close(w, [values]):
                 _fail(f"the weights look {hint}: expected [0.8808, 0.1192], got {np.round(w, 4).tolist()}")
         _fail(f"for scores (4, 0) with d_k = 4 the weights should be softmax(2, 0) = [0.8808, 0.1192]; "
-              f"got {np.round(w, 4).tolist()}")
+              f"got {np.round(w, 4).tolist()} (if the self-checks of softmax and attention_scores pass, "
+              "the problem is in this function)")
     if not _close(out, [[0.88079708, 0.11920292, 5.0]]):
         _fail(f"the output should be weights @ V = [0.8808, 0.1192, 5.0], got {np.round(out, 4).tolist()}")
     _ok("weights = softmax(Q Kᵀ / √d_k) and output = weights @ V")

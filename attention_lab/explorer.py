@@ -44,6 +44,7 @@ from PIL import Image as PILImage
 
 T_MAX = 512
 D_HEAD_OPTIONS = (1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512)  # ≈ 2^(k/2)
+CURVE_D_HEADS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # where the entropy-vs-d_head curves are computed
 CURVE_QUERIES = 64  # rows used for the entropy-vs-d_head curves (evenly spaced over the sequence)
 COLORMAP = "viridis"
 FIGURE_SIZE = (12.0, 3.6)  # inches at DPI dots per inch
@@ -174,7 +175,7 @@ def compute_view(attention_fn, mask_fn, entropy_fn, settings: Settings, inputs) 
 
 
 def entropy_curves(attention_fn, mask_fn, entropy_fn, T: int, causal: bool, inputs) -> dict[str, np.ndarray]:
-    """Mean row entropy (nats) against each d_head in :data:`D_HEAD_OPTIONS`, three ways of scaling.
+    """Mean row entropy (nats) against each d_head in :data:`CURVE_D_HEADS`, three ways of scaling.
 
     Uses up to :data:`CURVE_QUERIES` evenly spaced query rows against all T keys.
     "÷d" is computed as the attention function on ``Q / √d`` with ``scale=True``.
@@ -182,13 +183,13 @@ def entropy_curves(attention_fn, mask_fn, entropy_fn, T: int, causal: bool, inpu
     Returns
     -------
     dict
-        ``"scaled (÷√d)"``, ``"unscaled"``, ``"÷d"`` → array of shape (len(D_HEAD_OPTIONS),).
+        ``"scaled (÷√d)"``, ``"unscaled"``, ``"÷d"`` → array of shape (len(CURVE_D_HEADS),).
     """
     rows = np.unique(np.linspace(0, T - 1, min(T, CURVE_QUERIES)).round().astype(int))
     mask = _mask(mask_fn, T, causal)
     mask = None if mask is None else mask[rows]
     curves = {"scaled (÷√d)": [], "unscaled": [], "÷d": []}
-    for d in D_HEAD_OPTIONS:
+    for d in CURVE_D_HEADS:
         Q, K, V = inputs[0][rows, :d], inputs[1][:T, :d], inputs[2][:T, :d]
         for name, (q, scale) in {"scaled (÷√d)": (Q, True), "unscaled": (Q, False),
                                  "÷d": (Q / math.sqrt(d), True)}.items():
@@ -271,7 +272,7 @@ class AttentionFigure:
             self.ceiling_line.set_data(positions, view.ceiling)
         for name, line in self.curve_lines.items():
             if curves:
-                line.set_data(D_HEAD_OPTIONS, curves[name])
+                line.set_data(CURVE_D_HEADS, curves[name])
             else:
                 line.set_data([], [])
         self.marker.set_xdata([settings.d_head, settings.d_head])

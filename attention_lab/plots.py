@@ -53,7 +53,8 @@ def plot_attention_weights(weights, ax: Axes | None = None, title: str = "attent
     return ax
 
 
-def plot_row_entropy(entropy, causal: bool, ax: Axes | None = None, label: str = "entropy") -> Axes:
+def plot_row_entropy(entropy, causal: bool, ax: Axes | None = None, label: str = "entropy",
+                     show_ceiling: bool = True) -> Axes:
     """Plot the entropy of each query row against its position, with the uniform ceiling.
 
     Parameters
@@ -65,6 +66,8 @@ def plot_row_entropy(entropy, causal: bool, ax: Axes | None = None, label: str =
     ax : matplotlib Axes, optional
     label : str
         Legend label of the entropy curve.
+    show_ceiling : bool
+        Draw the dashed ceiling (pass False when adding a second curve to the same Axes).
 
     Returns
     -------
@@ -81,8 +84,9 @@ def plot_row_entropy(entropy, causal: bool, ax: Axes | None = None, label: str =
     ax = _axes(ax, size=(4.2, 3.0))
     positions = np.arange(entropy.size)
     ceiling = np.log(positions + 1.0) if causal else np.full(entropy.size, math.log(entropy.size))
-    ax.plot(positions, ceiling, linestyle="--", color="0.4",
-            label="uniform ceiling ln(i+1)" if causal else f"uniform ceiling ln T")
+    if show_ceiling:
+        ax.plot(positions, ceiling, linestyle="--", color="0.4",
+                label="uniform ceiling ln(i+1)" if causal else "uniform ceiling ln T")
     ax.plot(positions, entropy, marker="o", markersize=3, label=label)
     ax.set_xlabel("query position")
     ax.set_ylabel("entropy (nats)")

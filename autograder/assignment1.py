@@ -6,10 +6,11 @@ It compares the learner's results with :mod:`autograder.reference` on those
 inputs and returns the partial credit as a float (see
 :func:`autograder.checking.run_checks`).
 
-Steps are graded on their own: later functions run with the reference's
-earlier pieces swapped into the notebook namespace
+Steps are graded on their own: a later function runs with the reference's
+version of every earlier piece the learner got wrong (or has not written)
+swapped into the notebook namespace
 (:func:`autograder.checking.using_reference_pieces`), so a wrong ``softmax``
-costs points only in the ``softmax`` cell.
+costs points only in the ``softmax`` cell; correct earlier pieces are kept.
 """
 
 from __future__ import annotations
@@ -38,27 +39,83 @@ PIECES = {
 }
 
 
-def _pieces_before(name: str) -> dict[str, Callable]:
-    """Reference versions of the steps that come before ``name`` in the notebook."""
+def _probe_cases() -> dict[str, list[tuple[tuple, dict]]]:
+    """Small fixed inputs on which an earlier piece must agree with the reference to be kept."""
+    rng = np.random.default_rng(7)
+    x, big = rng.normal(0, 3, (2, 3, 5)), np.array([[1000.0, 1001.0, -1000.0]])
+    Q, K, V = rng.normal(size=(4, 6)), rng.normal(size=(5, 6)), rng.normal(size=(5, 3))
+    Qb, Kb = rng.normal(size=(2, 4, 6)), rng.normal(size=(2, 5, 6))
+    mask = np.array([[1, 0, 0, 1, 0], [1, 1, 0, 0, 0], [0, 1, 1, 1, 0], [1, 1, 1, 1, 1]], dtype=bool)
+    return {
+        "softmax": [((x,), {}), ((x,), {"axis": 0}), ((big,), {})],
+        "attention_scores": [((Q, K), {}), ((Q, K), {"scale": False}), ((Qb, Kb), {})],
+        "causal_mask": [((1,), {}), ((5,), {})],
+        "scaled_dot_product_attention": [((Q, K, V), {}), ((Q, K, V), {"mask": mask}),
+                                         ((Q, K, V), {"mask": mask, "scale": False})],
+    }
+
+
+_PROBES = _probe_cases()
+
+
+def _agrees_with_reference(name: str, learner: Callable) -> bool:
+    """Whether a learner's earlier piece gives the reference's results on the probe inputs."""
+    try:
+        for args, kwargs in _PROBES[name]:
+            got = call_quietly(learner, *[np.array(a, copy=True) for a in args], **kwargs)
+            expected = PIECES[name](*args, **kwargs)
+            if isinstance(expected, tuple):
+                if not isinstance(got, (tuple, list)) or len(got) != 2:
+                    return False
+                pairs = zip(got, expected)
+            else:
+                pairs = [(got, expected)]
+            for value, reference_value in pairs:
+                expect_array(name, value, reference_value, kind="b" if reference_value.dtype == np.bool_ else "f")
+    except Exception:  # wrong, unfinished or missing: it will be replaced
+        return False
+    return True
+
+
+def _pieces_for(function: Callable, step: str) -> dict[str, Callable]:
+    """Reference versions of the earlier steps the learner got wrong (or has not written).
+
+    A correct earlier piece is kept, so a learner whose own ``softmax`` takes an
+    extra argument that their attention passes is not penalised; a wrong one is
+    replaced, so its mistake is charged only in its own cell.
+    """
     order = list(PIECES)
-    return {key: PIECES[key] for key in order[: order.index(name)]} if name in order else dict(PIECES)
+    earlier = order[: order.index(step)] if step in order else order
+    namespace = getattr(function, "__globals__", {})
+    return {name: PIECES[name] for name in earlier
+            if not (callable(namespace.get(name)) and _agrees_with_reference(name, namespace[name]))}
 
 
 def _call(function: Callable, step: str, *args, **kwargs):
-    """Call a learner's function on copies of its inputs, with earlier steps from the reference.
+    """Call a learner's function on copies of its inputs, with wrong earlier steps replaced by the reference.
 
     Raises
     ------
     CheckFailed
-        If the function modified one of its array arguments in place.
+        If the function is the course's reference imported from ``autograder``,
+        or it modified one of its array arguments in place.
     """
+    if str(getattr(function, "__module__", "")).startswith("autograder"):
+        raise CheckFailed(f"{step} is the course's reference imported from {function.__module__}, not your own code")
     copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
-    with using_reference_pieces(function, _pieces_before(step)):
+    with using_reference_pieces(function, _pieces_for(function, step)):
         result = call_quietly(function, *copies, **kwargs)
     for index, (original, used) in enumerate(zip(args, copies)):
         if isinstance(original, np.ndarray):
             expect_unchanged(f"(argument {index + 1})", original, used)
     return result
+
+
+def _expect_order(output, weights, ref_output, ref_weights) -> None:
+    """Name the swapped return value instead of reporting two shape mismatches."""
+    shape = lambda a: getattr(a, "shape", None)  # noqa: E731
+    if shape(output) == ref_weights.shape and shape(weights) == ref_output.shape != ref_weights.shape:
+        raise CheckFailed("the function returned (weights, output); return (output, weights) in that order")
 
 
 def grade_softmax(softmax: Callable, *, logits: Sequence[np.ndarray], batched: np.ndarray,
@@ -196,6 +253,7 @@ def grade_scaled_dot_product_attention(
                         case["Q"], case["K"], case["V"], **kwargs)
             output, weights = expect_pair("scaled_dot_product_attention", got)
             ref_output, ref_weights = reference.scaled_dot_product_attention(case["Q"], case["K"], case["V"], **kwargs)
+            _expect_order(output, weights, ref_output, ref_weights)
             expect_array("the weights", weights, ref_weights)
             expect_array("the output", output, ref_output)
         return Check(case["description"], run)
@@ -219,6 +277,7 @@ def grade_causal_self_attention(causal_self_attention: Callable, *, cases: Seque
             got = _call(causal_self_attention, "causal_self_attention", *args, **kwargs)
             output, weights = expect_pair("causal_self_attention", got)
             ref_output, ref_weights = reference.causal_self_attention(*args, **kwargs)
+            _expect_order(output, weights, ref_output, ref_weights)
             expect_array("the weights", weights, ref_weights)
             expect_array("the output", output, ref_output)
         return Check(case["description"], run)

@@ -67,7 +67,9 @@ def run_checks(title: str, checks: list[Check], points: float) -> float:
     lines = []
     for check in checks:
         try:
-            check.run()
+            # The learner may have called np.seterr(all="raise"); the comparison must not depend on it.
+            with np.errstate(all="ignore"):
+                check.run()
         except CheckFailed as failure:
             lines.append(f"  ✗ {check.description}: {failure}")
         except Exception as error:  # the learner's code raised: report it, keep grading
@@ -125,8 +127,11 @@ def using_reference_pieces(function: Callable, pieces: dict[str, Callable]):
 
 def describe(array) -> str:
     """Short description of a value for messages: type, shape and dtype."""
-    if isinstance(array, np.ndarray):
+    if type(array) is np.ndarray:
         return f"an array of shape {array.shape} and dtype {array.dtype}"
+    if isinstance(array, np.ndarray):
+        return (f"a {type(array).__module__}.{type(array).__name__} (a subclass of numpy.ndarray; "
+                f"return a plain array, e.g. with np.asarray)")
     return f"a {type(array).__name__}"
 
 
@@ -172,7 +177,7 @@ def expect_array(
         if wrong.size:
             first = tuple(int(i) for i in wrong[0])
             raise CheckFailed(
-                f"{what} is wrong at {len(wrong)} of {got.size} positions, "
+                f"{len(wrong)} of the {got.size} entries of {what} are wrong, "
                 f"first at index {first}: got {bool(got[first])}, expected {bool(expected[first])}"
             )
         return
@@ -180,7 +185,7 @@ def expect_array(
     if not finite.all():
         first = tuple(int(i) for i in np.argwhere(~finite)[0])
         raise CheckFailed(
-            f"{what} contains {int((~finite).sum())} NaN or infinite value(s), first at index {first} "
+            f"{int((~finite).sum())} value(s) of {what} are NaN or infinite, first at index {first} "
             f"({got[first]}); a correct result is finite everywhere"
         )
     with np.errstate(all="ignore"):
@@ -188,7 +193,7 @@ def expect_array(
     if not close.all():
         first = tuple(int(i) for i in np.argwhere(~close)[0])
         raise CheckFailed(
-            f"{what} differs from the correct values at {int((~close).sum())} of {got.size} positions, "
+            f"{int((~close).sum())} of the {got.size} values of {what} are wrong, "
             f"first at index {first}: got {float(got[first]):.6g}"
         )
 
@@ -200,7 +205,7 @@ def expect_unchanged(what: str, before: np.ndarray, after: np.ndarray) -> None:
 
 
 def expect_pair(what: str, got) -> tuple:
-    """Check that a learner's function returned a pair ``(output, weights)``."""
-    if not isinstance(got, tuple) or len(got) != 2:
+    """Check that a learner's function returned a pair ``(output, weights)`` (a tuple, or a list of two)."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise CheckFailed(f"{what} should return a tuple (output, weights), but it returned {describe(got)}")
-    return got
+    return tuple(got)

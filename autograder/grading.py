@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
 COURSE_ID = "attention-lab"
@@ -93,16 +94,51 @@ def step_name(grade_id: str) -> str:
     return _SHORT_NAMES.get(name, name)
 
 
-def read_results(course_dir: Path, assignment: str, students: list[str]) -> tuple[list[str], list[StudentResult]]:
+def submission_problem(course_dir: Path, assignment: str, student: str, notebooks: list[str]) -> str | None:
+    """One line saying why a submission cannot be graded as it stands, or None if it can.
+
+    nbgrader would otherwise skip a misnamed notebook silently, fail on
+    invalid JSON deep in its log, or stop on a copied grade cell with a
+    misleading "old metadata format" error; each shows up here in plain words.
+    """
+    folder = course_dir / "submitted" / student / assignment
+    found = sorted(p.name for p in folder.glob("*.ipynb"))
+    for name in notebooks:
+        path = folder / name
+        if not path.exists():
+            others = f"; found {', '.join(found)} — rename it to {name}" if found else "; the folder has no notebook"
+            return f"missing {name}{others}"
+        if path.stat().st_size == 0:
+            return f"{name} is an empty file"
+        try:
+            nb = nbformat.read(str(path), as_version=4)
+        except Exception as error:  # any unreadable file: say why in one line
+            return f"{name} is not a valid notebook ({type(error).__name__}: {str(error).splitlines()[0][:120]})"
+        ids = [cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in nb.cells]
+        copies = sorted({i for i in ids if i and ids.count(i) > 1})
+        if copies:
+            return f"{name} has copied cells with the same grade_id {copies}: delete the copies"
+    return None
+
+
+def read_results(course_dir: Path, assignment: str, students: list[str],
+                 problems: dict[str, str] | None = None) -> tuple[list[str], list[StudentResult]]:
     """Read autograded scores from the gradebook.
+
+    Parameters
+    ----------
+    problems : dict, optional
+        student → reason found before grading; such students are reported as not graded.
 
     Returns
     -------
     steps : list of str
         Test-cell grade ids in notebook order.
     results : list of StudentResult
-        One per student, ``steps=None`` when nbgrader has no graded submission.
+        One per student, ``steps=None`` (with a note saying why) when nbgrader did
+        not autograde every cell of the submission.
     """
+    problems = problems or {}
     db_url = f"sqlite:///{course_dir / 'gradebook.db'}"
     results = []
     with Gradebook(db_url, course_id=COURSE_ID) as gradebook:
@@ -111,15 +147,20 @@ def read_results(course_dir: Path, assignment: str, students: list[str]) -> tupl
                  if cell.cell_type == "code"]
         steps = [name for _, name, _ in cells]
         for student in students:
+            if student in problems:
+                results.append(StudentResult(student, None, f"not graded: {problems[student]}"))
+                continue
             try:
                 gradebook.find_submission(assignment, student)
                 scores = {}
                 for notebook, cell, max_score in cells:
                     grade = gradebook.find_grade(cell, notebook, assignment, student)
+                    if grade.auto_score is None:  # nbgrader kept the submission but could not run it
+                        raise MissingEntry(f"{cell} was not autograded")
                     scores[cell] = (float(grade.score), float(max_score))
                 results.append(StudentResult(student, scores))
             except MissingEntry:
-                results.append(StudentResult(student, None, "no graded submission (see the nbgrader log above)"))
+                results.append(StudentResult(student, None, "not graded: nbgrader could not grade it (see grading.log)"))
     return steps, results
 
 
@@ -142,17 +183,17 @@ def format_table(steps: list[str], results: list[StudentResult]) -> str:
 
 
 def write_csv(path: Path, assignment: str, steps: list[str], results: list[StudentResult]) -> None:
-    """Write ``grades.csv``: student, assignment, one score column per step, total, max score."""
+    """Write ``grades.csv``: student, assignment, one score column per step, total, max score, note."""
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", "assignment", *(step_name(s) for s in steps), "total", "max_score"])
+        writer.writerow(["student", "assignment", *(step_name(s) for s in steps), "total", "max_score", "note"])
         for result in results:
             if result.steps is None:
-                writer.writerow([result.student, assignment, *("" for _ in steps), "", ""])
+                writer.writerow([result.student, assignment, *("" for _ in steps), "", "", result.note])
             else:
                 maximum = sum(m for _, m in result.steps.values())
                 writer.writerow([result.student, assignment, *(f"{result.steps[s][0]:g}" for s in steps),
-                                 f"{result.total:g}", f"{maximum:g}"])
+                                 f"{result.total:g}", f"{maximum:g}", result.note])
 
 
 def grade_class(course_dir: Path, assignment: str, students: list[str]) -> tuple[list[str], list[StudentResult]]:
@@ -163,11 +204,14 @@ def grade_class(course_dir: Path, assignment: str, students: list[str]) -> tuple
     as not graded instead of stopping the class.
     """
     load_into_gradebook(course_dir, assignment)
+    notebooks = sorted(p.name for p in (course_dir / "source" / assignment).glob("*.ipynb"))
+    problems = {student: problem for student in students
+                if (problem := submission_problem(course_dir, assignment, student, notebooks))}
     autograde = run_nbgrader(course_dir, "autograde", assignment, "--force", check=False)
     feedback = run_nbgrader(course_dir, "generate_feedback", assignment, "--force", check=False)
     log = course_dir / "grading.log"
     log.write_text(autograde.stdout + "\n" + feedback.stdout)
-    return read_results(course_dir, assignment, students)
+    return read_results(course_dir, assignment, students, problems)
 
 
 def submitted_students(course_dir: Path, assignment: str) -> list[str]:

@@ -15,9 +15,18 @@ or ``release/`` and the student-facing package does not import it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from autograder.validation import as_float_array, broadcast_mask, require_positive_int, require_same
+from autograder.validation import (
+    as_float_array,
+    broadcast_mask,
+    require_axis,
+    require_bool,
+    require_positive_int,
+    require_same,
+)
 
 
 def softmax(x, axis=-1):
@@ -42,12 +51,18 @@ def softmax(x, axis=-1):
     Raises
     ------
     ValueError
-        If ``x`` is 0-dimensional or not numeric, or ``axis`` is out of range.
+        If ``x`` is 0-dimensional, not numeric or masked, has no entries along
+        ``axis``, or has a slice that is all −inf; or ``axis`` is not an
+        integer in range.
     """
     x = as_float_array("x", x, min_ndim=1, expected="(...) with at least one axis")
-    if not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"axis must be in [{-x.ndim}, {x.ndim - 1}] for x of shape {x.shape}; received {axis}")
-    shifted = x - np.max(x, axis=axis, keepdims=True)
+    axis = require_axis("axis", axis, x.ndim, x.shape)
+    if x.shape[axis] == 0:
+        raise ValueError(f"x must have at least one entry along axis {axis}; received shape {x.shape}")
+    top = np.max(x, axis=axis, keepdims=True)
+    if np.any(top == -np.inf):
+        raise ValueError("x has a slice along `axis` whose entries are all -inf: its probabilities would be 0/0")
+    shifted = x - top
     exps = np.exp(shifted)
     return exps / np.sum(exps, axis=axis, keepdims=True)
 
@@ -74,12 +89,17 @@ def attention_scores(Q, K, scale=True):
     Raises
     ------
     ValueError
-        If ``Q`` or ``K`` has fewer than 2 dimensions, their last axes (d_k)
-        differ, or their leading dimensions do not broadcast.
+        If ``Q`` or ``K`` has fewer than 2 dimensions or an empty axis, their
+        last axes (d_k) differ, their leading dimensions do not broadcast, or
+        ``scale`` is not a boolean.
     """
     Q = as_float_array("Q", Q, min_ndim=2, expected="(..., T_q, d_k)")
     K = as_float_array("K", K, min_ndim=2, expected="(..., T_k, d_k)")
     require_same("Q.shape[-1]", Q.shape[-1], "K.shape[-1]", K.shape[-1], "d_k")
+    scale = require_bool("scale", scale)
+    for name, array, axis_name in (("Q", Q, "T_q"), ("K", K, "T_k")):
+        if array.shape[-2] == 0 or array.shape[-1] == 0:
+            raise ValueError(f"{name} must have {axis_name} >= 1 and d_k >= 1; received shape {array.shape}")
     try:
         np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
     except ValueError:
@@ -89,7 +109,7 @@ def attention_scores(Q, K, scale=True):
         ) from None
     scores = Q @ np.swapaxes(K, -1, -2)
     if scale:
-        scores = scores / np.sqrt(Q.shape[-1])
+        scores = scores / math.sqrt(Q.shape[-1])  # a Python float keeps float32 inputs float32
     return scores
 
 
@@ -141,14 +161,19 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
     Raises
     ------
     ValueError
-        If shapes are inconsistent (d_k of Q and K, T_k of K and V), the
-        mask is not boolean or does not broadcast, or a query row is fully
-        masked (its weights would be 0/0).
+        If shapes are inconsistent (d_k of Q and K, T_k of K and V, batch
+        dimensions), the mask is not boolean or does not broadcast, or a
+        query row is fully masked (its weights would be 0/0).
     """
     K = as_float_array("K", K, min_ndim=2, expected="(..., T_k, d_k)")
     V = as_float_array("V", V, min_ndim=2, expected="(..., T_k, d_v)")
     require_same("K.shape[-2]", K.shape[-2], "V.shape[-2]", V.shape[-2], "T_k")
     scores = attention_scores(Q, K, scale=scale)
+    try:
+        np.broadcast_shapes(scores.shape[:-2], V.shape[:-2])
+    except ValueError:
+        raise ValueError(f"the leading (batch) dimensions of V {V.shape[:-2]} must broadcast with those of the "
+                         f"scores {scores.shape[:-2]}; received V.shape={V.shape}") from None
     if mask is not None:
         mask = broadcast_mask(mask, scores.shape)
         if not mask.any(axis=-1).all():
@@ -185,8 +210,8 @@ def causal_self_attention(x, W_q, W_k, W_v, scale=True):
         or the three projections disagree on d_head.
     """
     x = as_float_array("x", x, min_ndim=2, expected="(T, d_model)")
-    if x.ndim != 2:
-        raise ValueError(f"x must have shape (T, d_model); received shape {x.shape}")
+    if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"x must have shape (T, d_model) with T >= 1 and d_model >= 1; received shape {x.shape}")
     d_model = x.shape[1]
     weights_in = {}
     for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
@@ -221,10 +246,17 @@ def attention_entropy(weights):
     Raises
     ------
     ValueError
-        If ``weights`` has fewer than 2 dimensions or negative entries.
+        If ``weights`` has fewer than 2 dimensions, or rows that are not
+        probabilities (negative or non-finite entries, sums other than 1).
     """
     weights = as_float_array("weights", weights, min_ndim=2, expected="(..., T_q, T_k)")
+    if not np.all(np.isfinite(weights)):
+        raise ValueError("weights must be finite probabilities; received NaN or infinite entries")
     if np.any(weights < 0):
         raise ValueError(f"weights must be non-negative probabilities; received minimum {weights.min()!r}")
+    sums = weights.sum(axis=-1)
+    if not np.allclose(sums, 1.0, rtol=0, atol=1e-4):
+        worst = float(sums.flat[np.argmax(np.abs(sums - 1.0))])
+        raise ValueError(f"each row of weights must sum to 1 (probabilities over the keys); a row sums to {worst:.6g}")
     safe = np.where(weights > 0, weights, 1.0)  # ln 1 = 0 makes 0·ln 0 contribute 0
     return -np.sum(weights * np.log(safe), axis=-1)

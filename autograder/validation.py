@@ -34,9 +34,12 @@ def as_float_array(name: str, value, *, min_ndim: int, expected: str) -> np.ndar
     Raises
     ------
     ValueError
-        If ``value`` has fewer than ``min_ndim`` dimensions, is complex, or
-        is not numeric.
+        If ``value`` has fewer than ``min_ndim`` dimensions, is complex, is
+        not numeric, or is a masked array.
     """
+    if isinstance(value, np.ma.MaskedArray):
+        raise ValueError(f"{name} must be a plain array of shape {expected}; received a numpy.ma.MaskedArray "
+                         "(its mask would be ignored: pass a boolean `mask` instead)")
     array = np.asarray(value)
     if array.dtype.kind not in "biuf":
         raise ValueError(
@@ -120,3 +123,32 @@ def broadcast_mask(mask, target_shape: tuple[int, ...]) -> np.ndarray:
             f"mask must be broadcastable to the scores' shape (..., T_q, T_k) = "
             f"{target_shape}; received shape {mask.shape}"
         ) from None
+
+
+def require_bool(name: str, value) -> bool:
+    """Return ``value`` as ``bool`` after checking that it is True or False.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not a Python or NumPy boolean (``None`` is not "no").
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; received {value!r}")
+    return bool(value)
+
+
+def require_axis(name: str, axis, ndim: int, shape: tuple[int, ...]) -> int:
+    """Return ``axis`` as a non-negative int after checking it indexes an axis of an array of ``shape``.
+
+    Raises
+    ------
+    ValueError
+        If ``axis`` is not an integer (``bool`` is rejected) or is out of range.
+    """
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer in [{-ndim}, {ndim - 1}] for an array of shape {shape}; "
+                         f"received {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name} must be in [{-ndim}, {ndim - 1}] for an array of shape {shape}; received {axis}")
+    return int(axis) % ndim

@@ -120,10 +120,14 @@ def run_all(page):
     wait_idle(page)
 
 
-def slider_handle(page, label: str):
+def slider(page, label: str):
+    """The ipywidgets slider whose label is exactly ``label``."""
     exact = re.compile(rf"^\s*{re.escape(label)}\s*$")
-    slider = page.locator(".widget-slider", has=page.locator(".widget-label", has_text=exact)).first
-    return slider.locator(".noUi-handle")
+    return page.locator(".widget-slider", has=page.locator(".widget-label", has_text=exact)).first
+
+
+def slider_handle(page, label: str):
+    return slider(page, label).locator(".noUi-handle")
 
 
 def wait_new_pixels(page, image, before: int, timeout=20_000) -> int:

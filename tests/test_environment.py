@@ -74,6 +74,7 @@ def test_nbgrader_config_loads_with_our_settings():
     assert config.Execute.timeout == 30
     assert config.OverwriteCells.add_missing_cells is True
     assert config.CourseDirectory.course_id == "attention-lab"
+    assert config.Validator.validate_all is True
 
 
 def jupyter(*args):

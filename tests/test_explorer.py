@@ -78,7 +78,7 @@ def test_entropy_curves_show_saturation_and_mark_d_head(explorer):
     explorer.T_slider.value = 32
     explorer.causal_box.value = False
     curves = {name: line.get_ydata() for name, line in explorer.figure.curve_lines.items()}
-    d = np.array(ex.D_HEAD_OPTIONS)
+    d = np.array(ex.CURVE_D_HEADS)
     assert list(explorer.figure.curve_lines["unscaled"].get_xdata()) == list(d)
     assert curves["unscaled"][d == 256][0] < 0.5 < 2.5 < curves["scaled (÷√d)"][d == 256][0]
     assert curves["÷d"][d == 512][0] > 0.95 * math.log(32)  # ÷d drives rows to uniform (ln T)
@@ -91,9 +91,9 @@ def test_curves_match_the_reference_on_the_sampled_rows(explorer):
     rows = np.unique(np.linspace(0, 99, ex.CURVE_QUERIES).round().astype(int))
     Q, K, V = ex.draw_inputs(0)
     mask = ref.causal_mask(100)[rows]
-    d = 23
+    d = 32
     _, w = ref.scaled_dot_product_attention(Q[rows, :d] / math.sqrt(d), K[:100, :d], V[:100, :d], mask=mask)
-    index = ex.D_HEAD_OPTIONS.index(d)
+    index = ex.CURVE_D_HEADS.index(d)
     assert explorer.figure.curve_lines["÷d"].get_ydata()[index] == pytest.approx(ref.attention_entropy(w).mean())
 
 

@@ -20,6 +20,28 @@ EXTRA_STUDENTS = {
 }
 
 
+def _duplicate_cell(target):
+    nb = fill_release(read(RELEASE_NB), solution_cells(read(SOURCE_NB)))
+    index = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "causal_mask")
+    nb.cells.insert(index, nbformat.from_dict(nb.cells[index]))
+    nbformat.write(nb, str(target / NOTEBOOK))
+
+
+# Submissions that cannot be graded as they stand: each gets a one-line reason and no scores.
+BROKEN_STUDENTS = {
+    "zz-invalid-json": lambda t: (t / NOTEBOOK).write_text('{"cells": [ this is not json'),
+    "zz-empty-file": lambda t: (t / NOTEBOOK).write_text(""),
+    "zz-misnamed": lambda t: shutil.copy(SOURCE_NB, t / "scaled_dot_product_attention-Copy1.ipynb"),
+    "zz-copied-cell": _duplicate_cell,
+}
+BROKEN_REASONS = {
+    "zz-invalid-json": "is not a valid notebook",
+    "zz-empty-file": "is an empty file",
+    "zz-misnamed": "found scaled_dot_product_attention-Copy1.ipynb — rename it to scaled_dot_product_attention.ipynb",
+    "zz-copied-cell": "copied cells with the same grade_id ['causal_mask']",
+}
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
@@ -33,14 +55,24 @@ def graded(tmp_path_factory):
             nb = fill_release(read(RELEASE_NB), {**solution_cells(read(SOURCE_NB)), **answers})
             nbformat.write(nb, str(target / NOTEBOOK))
     students += list(EXTRA_STUDENTS)
+    for student, make in BROKEN_STUDENTS.items():
+        target = course / "submitted" / student / ASSIGNMENT
+        target.mkdir(parents=True)
+        make(target)
+    students += list(BROKEN_STUDENTS)
     steps, results = grading.grade_class(course, ASSIGNMENT, students)
     return course, steps, {r.student: r for r in results}
 
 
-def test_every_submission_was_graded(graded):
+def test_every_submission_was_graded_or_says_why_not(graded):
     _, steps, results = graded
     assert len(steps) == 7
-    assert all(r.steps is not None for r in results.values()), [r.student for r in results.values() if r.steps is None]
+    not_graded = {r.student: r.note for r in results.values() if r.steps is None}
+    assert set(not_graded) == set(BROKEN_STUDENTS)
+    for student, words in BROKEN_REASONS.items():
+        assert not_graded[student].startswith("not graded: ") and words in not_graded[student], not_graded[student]
+    table = grading.format_table(steps, list(results.values()))
+    assert "is an empty file" in table
 
 
 def test_mistakes_lose_points_exactly_on_the_steps_they_break(graded):
@@ -74,7 +106,7 @@ def test_nbgrader_scores_match_the_in_process_model(graded):
 
 def test_feedback_is_written_for_every_student_and_explains_lost_points(graded):
     course, _, results = graded
-    for student in results:
+    for student in set(results) - set(BROKEN_STUDENTS):
         html = course / "feedback" / student / ASSIGNMENT / NOTEBOOK.replace(".ipynb", ".html")
         assert html.exists(), student
     text = (course / "feedback" / "jon-no-max-subtraction" / ASSIGNMENT / "scaled_dot_product_attention.html").read_text()
@@ -99,6 +131,7 @@ def test_table_and_csv(graded, tmp_path):
     rows = {row["student"]: row for row in csv.DictReader(open(tmp_path / "grades.csv"))}
     assert rows["ada-correct"]["total"] == "10" and rows["ada-correct"]["max_score"] == "10"
     assert rows["jon-no-max-subtraction"]["softmax"] == "1.5"
+    assert rows["zz-empty-file"]["total"] == "" and "empty file" in rows["zz-empty-file"]["note"]
 
 
 def test_make_grade_grades_a_real_class_without_touching_release(tmp_path, capsys):
@@ -127,7 +160,8 @@ def test_make_grade_with_nothing_submitted_says_what_to_do(tmp_path, capsys):
 
 def test_demo_prints_the_table_and_says_where_the_results_are(monkeypatch, tmp_path, capsys, graded):
     _, steps, results = graded
-    monkeypatch.setattr(example_class, "run_demo", lambda output: (steps, list(results.values())))
+    example = [r for r in results.values() if r.student in example_class.STUDENTS]
+    monkeypatch.setattr(example_class, "run_demo", lambda output: (steps, example))
     assert example_class.main(["--output", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     for student in example_class.STUDENTS:

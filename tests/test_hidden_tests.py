@@ -104,3 +104,52 @@ def test_an_object_that_claims_equality_is_rejected():
              "def causal_mask(T):\n    return np.zeros((T, T), dtype=bool).view(Anything)")
     score, _, out, _ = grade_in_process(SOURCE_NB, {"causal_mask": cheat})["test_causal_mask"]
     assert score == 0.0 and "numpy.ndarray" in out
+
+
+def lost_steps(overrides):
+    return {grade_id for grade_id, (score, points, *_r) in grade_in_process(SOURCE_NB, overrides).items()
+            if score < points}
+
+
+def test_a_missing_function_is_charged_only_in_its_own_step():
+    # a syntax error leaves causal_mask undefined; causal_self_attention calls it
+    assert lost_steps({"causal_mask": "def causal_mask(T)\n    return np.tril(np.ones((T, T), bool))"}) == {
+        "test_causal_mask"}
+    renamed = "def make_causal_mask(T):\n    return np.tril(np.ones((T, T), bool))"
+    assert lost_steps({"causal_mask": renamed}) == {"test_causal_mask"}
+
+
+def test_a_correct_earlier_piece_with_an_extra_argument_is_kept():
+    answers = {
+        "softmax": "def softmax(x, axis=-1, mask=None):\n"
+                   "    if mask is not None:\n        x = np.where(mask, x, -np.inf)\n"
+                   "    e = np.exp(x - x.max(axis=axis, keepdims=True))\n    return e / e.sum(axis=axis, keepdims=True)",
+        "scaled_dot_product_attention": "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                                        "    w = softmax(attention_scores(Q, K, scale), mask=mask)\n    return w @ V, w",
+    }
+    assert lost_steps(answers) == set()
+
+
+def test_np_seterr_raise_in_the_notebook_costs_nothing():
+    answers = {"softmax": "np.seterr(all='raise')\n\ndef softmax(x, axis=-1):\n"
+                          "    e = np.exp(x - x.max(axis=axis, keepdims=True))\n    return e / e.sum(axis=axis, keepdims=True)"}
+    try:
+        assert lost_steps(answers) == set()
+    finally:
+        np.seterr(all="warn", under="ignore")
+
+
+def test_returning_a_list_is_accepted_and_a_swapped_pair_is_named():
+    as_list = {"scaled_dot_product_attention": "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+               "    s = attention_scores(Q, K, scale)\n    s = s if mask is None else np.where(mask, s, -np.inf)\n"
+               "    w = softmax(s)\n    return [w @ V, w]"}
+    assert lost_steps(as_list) == set()
+    swapped = {"scaled_dot_product_attention": as_list["scaled_dot_product_attention"].replace("[w @ V, w]", "w, w @ V")}
+    score, _, out, err = grade_in_process(SOURCE_NB, swapped)["test_scaled_dot_product_attention"]
+    assert score == 0 and "returned (weights, output)" in out + err
+
+
+def test_importing_the_reference_earns_nothing():
+    cheat = {"softmax": "from autograder.reference import softmax"}
+    score, _, out, _ = grade_in_process(SOURCE_NB, cheat)["test_softmax"]
+    assert score == 0 and "the course's reference imported from autograder.reference" in out

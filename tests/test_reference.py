@@ -119,12 +119,31 @@ def test_entropy_in_nats_with_zero_rows():
      ["d_head", "W_k.shape[1]=3"]),
     (lambda: attention_entropy(np.ones(3)), ["weights", "(..., T_q, T_k)", "received shape (3,)"]),
     (lambda: attention_entropy(np.array([[0.5, -0.5]])), ["weights", "non-negative"]),
+    (lambda: attention_entropy(np.array([[5.0, 5.0]])), ["weights", "sum to 1", "10"]),
+    (lambda: attention_entropy(np.array([[np.nan, 1.0]])), ["weights", "finite"]),
+    (lambda: softmax(np.ones(3), axis=None), ["axis", "integer", "None"]),
+    (lambda: softmax(np.ones((2, 3)), axis=True), ["axis", "integer", "True"]),
+    (lambda: softmax(np.zeros((3, 0))), ["x", "at least one entry", "(3, 0)"]),
+    (lambda: softmax(np.array([[-np.inf, -np.inf], [0.0, 1.0]])), ["x", "all -inf"]),
+    (lambda: softmax(np.ma.masked_array([1.0, 2.0], mask=[0, 1])), ["x", "MaskedArray", "mask"]),
+    (lambda: attention_scores(np.ones((2, 0)), np.ones((3, 0))), ["Q", "d_k >= 1", "(2, 0)"]),
+    (lambda: attention_scores(np.ones((2, 4)), np.ones((3, 4)), scale=None), ["scale", "True or False", "None"]),
+    (lambda: scaled_dot_product_attention(np.ones((2, 3, 4)), np.ones((2, 5, 4)), np.ones((3, 5, 2))),
+     ["V", "batch", "(3,)", "(2,)"]),
+    (lambda: causal_self_attention(np.ones((0, 6)), *[np.ones((6, 2))] * 3), ["x", "T >= 1", "(0, 6)"]),
 ])
 def test_bad_input_raises_value_error_naming_argument_and_shapes(call, words):
     with pytest.raises(ValueError) as error:
         call()
     for word in words:
         assert word in str(error.value), f"{word!r} not in {error.value}"
+
+
+def test_float32_stays_float32_with_and_without_scaling():
+    Q = np.ones((2, 4), dtype=np.float32)
+    assert attention_scores(Q, Q).dtype == np.float32 and attention_scores(Q, Q, scale=False).dtype == np.float32
+    out, w = scaled_dot_product_attention(Q, Q, Q)
+    assert out.dtype == w.dtype == np.float32
 
 
 def test_inputs_are_not_modified():

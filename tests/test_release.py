@@ -101,3 +101,15 @@ def test_release_fails_every_test_and_source_passes_every_test():
     assert "Success! The notebook does not pass any tests." in invert.stdout, invert.stdout[-3000:]
     source = run_nbgrader(REPO, "validate", str(SOURCE_NB), check=False)
     assert "Success! Your notebook passes all the tests." in source.stdout, source.stdout[-3000:]
+
+
+def test_validate_reports_a_failing_self_check(tmp_path):
+    from autograder.notebook_cells import fill_release, solution_cells
+    from autograder.variants.assignment1 import MISTAKES
+
+    nb = fill_release(read(RELEASE_NB), {**solution_cells(read(SOURCE_NB)), **MISTAKES["mask_flipped"].cells})
+    path = tmp_path / NOTEBOOK
+    nbformat.write(nb, str(path))
+    result = run_nbgrader(REPO, "validate", str(path), check=False)
+    assert "Success" not in result.stdout and "VALIDATION FAILED" in result.stdout, result.stdout[-3000:]
+    assert "the mask is flipped" in result.stdout

@@ -111,3 +111,35 @@ def test_expect_shapes_rejects_wrong_shapes():
     namespace = namespace_with({"causal_mask": "def causal_mask(T):\n    return np.ones((T, T + 1), bool)"})
     with pytest.raises(checks.SelfCheckFailed, match=r"shape \(3, 3\); got shape \(3, 4\)"):
         checks.expect_shapes(namespace["causal_mask"], [(3, 3)], 3)
+
+
+def test_expect_shapes_does_not_charge_a_missing_earlier_function(capsys):
+    import numpy as np
+    answers = {**solution_cells(read(SOURCE_NB)), "causal_mask": "def causal_mask(T)\n    pass"}
+    namespace = namespace_with(answers)
+    assert "causal_mask" not in namespace
+    checks.expect_shapes(namespace["causal_self_attention"], [(3, 2), (3, 3)],
+                         np.ones((3, 4)), np.ones((4, 2)), np.ones((4, 2)), np.ones((4, 2)))
+    assert "not checked here" in capsys.readouterr().out
+
+
+def test_expect_shapes_charges_an_error_in_the_function_itself():
+    import numpy as np
+    answers = {**solution_cells(read(SOURCE_NB)),
+               "scaled_dot_product_attention": "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                                               "    w = softmax(attention_scores(Q, K, scale))\n    return w @ V.T, w"}
+    namespace = namespace_with(answers)
+    with pytest.raises(ValueError):
+        checks.expect_shapes(namespace["scaled_dot_product_attention"], [(3, 5), (3, 3)],
+                             np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 5)))
+
+
+def test_expect_shapes_names_a_swapped_pair():
+    import numpy as np
+    answers = {**solution_cells(read(SOURCE_NB)),
+               "scaled_dot_product_attention": "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                                               "    w = softmax(attention_scores(Q, K, scale))\n    return w, w @ V"}
+    namespace = namespace_with(answers)
+    with pytest.raises(checks.SelfCheckFailed, match=r"returned \(weights, output\)"):
+        checks.expect_shapes(namespace["scaled_dot_product_attention"], [(3, 5), (3, 3)],
+                             np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 5)))
