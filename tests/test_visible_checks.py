@@ -143,3 +143,20 @@ def test_expect_shapes_names_a_swapped_pair():
     with pytest.raises(checks.SelfCheckFailed, match=r"returned \(weights, output\)"):
         checks.expect_shapes(namespace["scaled_dot_product_attention"], [(3, 5), (3, 3)],
                              np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 5)))
+
+
+def test_raw_numpy_errors_become_plain_hints():
+    answers = {**solution_cells(read(SOURCE_NB)),
+               "attention_scores": "def attention_scores(Q, K, scale=True):\n"
+                                   "    s = Q @ K.T\n    return s / np.sqrt(Q.shape[-1]) if scale else s"}
+    namespace = namespace_with(answers)
+    with pytest.raises(checks.SelfCheckFailed, match=r"transpose only the last two axes of K"):
+        checks.check_attention_scores(namespace["attention_scores"])
+    answers["softmax"] = "def softmax(x, axis=-1):\n    e = np.exp(x - x.max(axis=axis))\n    return e / e.sum(axis=axis)"
+    namespace = namespace_with(answers)
+    with pytest.raises(checks.SelfCheckFailed, match=r"keepdims=True"):
+        checks.check_softmax(namespace["softmax"])
+    answers["causal_mask"] = "def causal_mask(T):\n    raise NotImplementedError()"
+    namespace = namespace_with(answers)
+    with pytest.raises(checks.SelfCheckFailed, match=r"you have not written this function yet"):
+        checks.check_causal_mask(namespace["causal_mask"])
