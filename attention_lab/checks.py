@@ -25,15 +25,18 @@ class SelfCheckFailed(AssertionError):
 
 
 def _fail(message: str) -> None:
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     raise SelfCheckFailed(message)
 
 
 def _ok(message: str) -> None:
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     print(f"✓ {message}")
 
 
 def _raw(function: Callable, *args, **kwargs):
     # A warning printed in a self-check cell would distract from the message that matters.
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return function(*args, **kwargs)
@@ -51,10 +54,11 @@ _HINTS = (
 
 def _quiet(function: Callable, *args, **kwargs):
     """Call the learner's function; an exception becomes one plain-words SelfCheckFailed with a hint."""
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     try:
         return _raw(function, *args, **kwargs)
     except Exception as error:
-        text = f"{type(error).__name__}: {error}"
+        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
         hint = next((h for key, h in _HINTS if key in text), None)
         name = getattr(function, "__name__", "your function")
         raise SelfCheckFailed(f"{name} raised {text}" + (f" — {hint}" if hint else "")) from None
@@ -90,6 +94,7 @@ def expect_shapes(function: Callable, shapes: list[tuple[int, ...]], *args, **kw
     Exception
         Whatever ``function`` raised in its own code.
     """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     name = getattr(function, "__name__", "the function")
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -121,6 +126,7 @@ def _other_course_function_behind(function: Callable, error: BaseException) -> s
     another course function, or the error is a NameError for one that is not
     defined (a syntax error in its cell, or a different name).
     """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     if isinstance(error, NameError) and getattr(error, "name", None) in COURSE_FUNCTIONS:
         return error.name
     namespace = getattr(function, "__globals__", None)
@@ -138,6 +144,7 @@ def _other_course_function_behind(function: Callable, error: BaseException) -> s
 
 
 def _array(name: str, value, shape: tuple[int, ...], kind: str = "f") -> np.ndarray:
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     if not isinstance(value, np.ndarray):
         _fail(f"{name} should return a NumPy array, but it returned {type(value).__name__}: {value!r}")
     if value.shape != shape:
@@ -150,10 +157,12 @@ def _array(name: str, value, shape: tuple[int, ...], kind: str = "f") -> np.ndar
 
 
 def _close(a, b, tol=1e-4) -> bool:
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     return bool(np.allclose(a, b, rtol=tol, atol=tol))
 
 
 def _pair(name: str, result) -> tuple:
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     if not isinstance(result, tuple) or len(result) != 2:
         _fail(f"{name} should return a tuple (output, weights), but it returned {type(result).__name__}")
     return result
@@ -168,6 +177,7 @@ def check_softmax(softmax: Callable) -> None:
     SelfCheckFailed
         With a message saying what is wrong.
     """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     x = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]])
     p = _array("softmax(x)", _quiet(softmax, x), (2, 3))
     if _close(p.sum(axis=0), 1.0) and not _close(p.sum(axis=1), 1.0):
@@ -207,6 +217,7 @@ _QK_HAND = np.array([[4.0, 0.0, 0.0], [2.0, 0.0, 2.0]])  # Q Kᵀ worked out by 
 
 def check_attention_scores(attention_scores: Callable) -> None:
     """Self-check ``attention_scores(Q, K, scale=True)`` on a hand-worked case (d_k = 4, so √d_k = 2)."""
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     raw = _quiet(attention_scores, _Q_HAND, _K_HAND, scale=False)
     if isinstance(raw, np.ndarray) and raw.shape == (3, 2):
         _fail("the scores have shape (T_k, T_q) = (3, 2): rows must be queries and columns keys, "
@@ -240,6 +251,7 @@ def check_attention_scores(attention_scores: Callable) -> None:
 # ---------------------------------------------------------------- step 3
 def check_causal_mask(causal_mask: Callable) -> None:
     """Self-check ``causal_mask(T)``: True where query i may attend to key j, i.e. j ≤ i."""
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     expected = np.array([[True, False, False], [True, True, False], [True, True, True]])
     mask = _array("causal_mask(3)", _quiet(causal_mask, 3), (3, 3), kind="b")
     if np.array_equal(mask, expected.T):
@@ -263,6 +275,7 @@ def check_causal_mask(causal_mask: Callable) -> None:
 # ---------------------------------------------------------------- step 4
 def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -> None:
     """Self-check ``scaled_dot_product_attention(Q, K, V, mask=None, scale=True)`` on hand-worked cases."""
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     # d_k = 4, q = (2,0,0,0), keys (2,0,0,0) and 0: scores (4, 0), scaled (2, 0).
     q = np.array([[2.0, 0.0, 0.0, 0.0]])
     k = np.array([[2.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
@@ -315,6 +328,7 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -
 # ---------------------------------------------------------------- step 5
 def check_causal_self_attention(causal_self_attention: Callable) -> None:
     """Self-check ``causal_self_attention(x, W_q, W_k, W_v, scale=True)``."""
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     x = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])  # T = 3, d_model = 3
     zeros = np.zeros((3, 2))
     W_v = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])  # d_head = 2
@@ -343,6 +357,7 @@ def check_causal_self_attention(causal_self_attention: Callable) -> None:
 # ---------------------------------------------------------------- step 6
 def check_attention_entropy(attention_entropy: Callable) -> None:
     """Self-check ``attention_entropy(weights)`` in nats with 0 · log 0 = 0."""
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     weights = np.array([[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0]])
     H = _quiet(attention_entropy, weights)
     if isinstance(H, np.ndarray) and H.shape in {(4,), ()}:
@@ -370,6 +385,7 @@ def check_rows_are_weighted_averages(scaled_dot_product_attention: Callable) -> 
     ``weights @ V`` and so lies, column by column, between the smallest and
     largest value.
     """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(1)
     Q, K, V = rng.normal(size=(5, 8)), rng.normal(size=(7, 8)), rng.normal(size=(7, 3))
     mask = rng.random((5, 7)) < 0.6
@@ -392,6 +408,7 @@ def check_rows_are_weighted_averages(scaled_dot_product_attention: Callable) -> 
 
 def check_causality(causal_self_attention: Callable) -> None:
     """Fact 2: changing the last token changes only the last output row."""
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(2)
     T, d_model, d_head = 6, 8, 4
     x = rng.normal(size=(T, d_model))
@@ -419,6 +436,7 @@ def check_scaling_prevents_saturation(scaled_dot_product_attention: Callable, at
     row entropy in nats of the scaled and unscaled attention weights, prints
     both against the uniform ceiling ln T and returns ``(scaled, unscaled)``.
     """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(3)
     Q, K, V = rng.normal(size=(T, d_head)), rng.normal(size=(T, d_head)), rng.normal(size=(T, 2))
     entropies = []
