@@ -4,7 +4,7 @@ Read by `nbgrader` commands run here, by `make release` / `make grade` /
 `make demo`, and by the JupyterLab nbgrader extension (formgrader, Validate).
 """
 
-from nbgrader.converters import GenerateAssignment
+from nbgrader.converters import Autograde, GenerateAssignment
 
 from autograder.preprocessors import ClearWidgetState
 
@@ -15,6 +15,11 @@ c.CourseDirectory.course_id = "attention-lab"
 # Releases: the default pipeline plus dropping saved widget state (ClearOutput keeps it).
 c.GenerateAssignment.preprocessors = (
     list(GenerateAssignment.class_traits()["preprocessors"].default()) + [ClearWidgetState]
+)
+
+# Grading: a submission's saved widget state (can be megabytes of images) is dropped before it runs.
+c.Autograde.sanitize_preprocessors = (
+    list(Autograde.class_traits()["sanitize_preprocessors"].default()) + [ClearWidgetState]
 )
 
 # Grading: a per-cell limit; a correct cell of assignment 1 runs in well under a second.

@@ -19,6 +19,8 @@ from typing import Callable
 
 import numpy as np
 
+from attention_lab.limits import time_limit
+
 
 class SelfCheckFailed(AssertionError):
     """A visible self-check failed; the message explains what is wrong."""
@@ -34,16 +36,21 @@ def _ok(message: str) -> None:
     print(f"✓ {message}")
 
 
+CALL_SECONDS = 5.0  # a correct answer takes milliseconds on these inputs
+
+
 def _raw(function: Callable, *args, **kwargs):
-    # A warning printed in a self-check cell would distract from the message that matters.
+    # A warning printed in a self-check cell would distract from the message that matters; an infinite
+    # loop becomes a FunctionTimedOut instead of a hang.
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
+    with warnings.catch_warnings(), np.errstate(all="ignore"), time_limit(CALL_SECONDS):
         warnings.simplefilter("ignore")
         return function(*args, **kwargs)
 
 
 _HINTS = (
     ("NotImplementedError", "you have not written this function yet"),
+    ("FunctionTimedOut", "look for a loop that never ends"),
     ("could not be broadcast", "keep the axis you reduce over (keepdims=True) so that the shapes line up"),
     ("core dimension", "check the shapes you multiply: Q (..., T_q, d_k) @ Kᵀ (..., d_k, T_k); transpose only "
                        "the last two axes of K (K.T reverses all of them; use np.swapaxes(K, -1, -2))"),

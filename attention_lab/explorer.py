@@ -40,7 +40,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from PIL import Image as PILImage
+
+from attention_lab.limits import time_limit
 
 T_MAX = 512
 D_HEAD_OPTIONS = (1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512)  # ≈ 2^(k/2)
@@ -51,10 +54,10 @@ FIGURE_SIZE = (12.0, 3.6)  # inches at DPI dots per inch
 DPI = 100
 # Axes rectangles in figure fractions (left, bottom, width, height). Fixed, so that tests can locate
 # the heatmap's pixels in the rendered image.
-HEATMAP_RECT = (0.045, 0.15, 0.235, 0.72)
-COLORBAR_RECT = (0.29, 0.15, 0.01, 0.72)
-ENTROPY_RECT = (0.395, 0.15, 0.25, 0.72)
-CURVE_RECT = (0.73, 0.15, 0.25, 0.72)
+HEATMAP_RECT = (0.06, 0.15, 0.225, 0.72)
+COLORBAR_RECT = (0.295, 0.15, 0.01, 0.72)
+ENTROPY_RECT = (0.43, 0.15, 0.235, 0.72)
+CURVE_RECT = (0.75, 0.15, 0.235, 0.72)
 
 
 class ExplorerError(ValueError):
@@ -107,46 +110,70 @@ def draw_inputs(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tuple(rng.standard_normal((T_MAX, D_HEAD_OPTIONS[-1])) for _ in range(3))
 
 
-def _attend(attention_fn, Q, K, V, mask, scale) -> np.ndarray:
+CALL_SECONDS = 10.0  # per call of a learner's function: an infinite loop becomes a message, not a frozen kernel
+
+
+def _name(function) -> str:
+    return getattr(function, "__name__", "the function")
+
+
+def _call(function, *args, **kwargs):
+    """Call the current definition of a learner's function on copies of its array arguments.
+
+    Copies, because a function that modifies its input in place would
+    otherwise change the explorer's cached inputs or the weights on screen.
+    """
+    copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
     try:
-        result = latest(attention_fn)(Q, K, V, mask=mask, scale=scale)
+        with np.errstate(all="ignore"), time_limit(CALL_SECONDS):
+            return latest(function)(*copies, **kwargs)
     except Exception as error:
-        raise ExplorerError(f"{getattr(attention_fn, '__name__', 'the attention function')} raised "
-                            f"{type(error).__name__}: {error}") from None
-    if not isinstance(result, tuple) or len(result) != 2:
-        raise ExplorerError(f"{attention_fn.__name__} should return (output, weights); it returned "
+        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        raise ExplorerError(f"{_name(function)} raised {text}") from None
+
+
+def _attend(attention_fn, Q, K, V, mask, scale) -> np.ndarray:
+    result = _call(attention_fn, Q, K, V, mask=mask, scale=scale)
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise ExplorerError(f"{_name(attention_fn)} should return (output, weights); it returned "
                             f"{type(result).__name__}")
     weights = result[1]
     expected = (Q.shape[0], K.shape[0])
     if not isinstance(weights, np.ndarray) or weights.shape != expected:
         got = weights.shape if isinstance(weights, np.ndarray) else type(weights).__name__
-        raise ExplorerError(f"{attention_fn.__name__} returned weights of shape {got}; expected (T, T) = {expected}")
-    return weights
+        raise ExplorerError(f"{_name(attention_fn)} returned weights of shape {got}; expected (T, T) = {expected}")
+    if weights.dtype.kind not in "fiub":
+        raise ExplorerError(f"{_name(attention_fn)} returned weights of dtype {weights.dtype}; expected real numbers")
+    bad = int(np.count_nonzero(~np.isfinite(weights)))
+    if bad:
+        raise ExplorerError(f"{_name(attention_fn)} returned {bad} NaN or infinite weight(s) (rows "
+                            f"{sorted(set(np.argwhere(~np.isfinite(weights))[:, 0].tolist()))[:5]}…): a row whose "
+                            "keys are all blocked gives 0/0 — does the mask allow the diagonal?")
+    return weights.astype(float, copy=False)
 
 
 def _mask(mask_fn, T: int, causal: bool):
     if not causal:
         return None
-    try:
-        mask = latest(mask_fn)(T)
-    except Exception as error:
-        raise ExplorerError(f"{getattr(mask_fn, '__name__', 'the mask function')}({T}) raised "
-                            f"{type(error).__name__}: {error}") from None
+    mask = _call(mask_fn, T)
     if not isinstance(mask, np.ndarray) or mask.shape != (T, T) or mask.dtype != np.bool_:
         got = f"{mask.dtype} array of shape {mask.shape}" if isinstance(mask, np.ndarray) else type(mask).__name__
-        raise ExplorerError(f"{mask_fn.__name__}({T}) should be a bool array of shape ({T}, {T}); got {got}")
+        raise ExplorerError(f"{_name(mask_fn)}({T}) should be a bool array of shape ({T}, {T}); got {got}")
     return mask
 
 
 def _entropy(entropy_fn, weights) -> np.ndarray:
-    try:
-        entropy = np.asarray(latest(entropy_fn)(weights), dtype=float)
-    except Exception as error:
-        raise ExplorerError(f"{getattr(entropy_fn, '__name__', 'the entropy function')} raised "
-                            f"{type(error).__name__}: {error}") from None
+    entropy = _call(entropy_fn, weights)
+    if not isinstance(entropy, np.ndarray) or entropy.dtype.kind not in "fiu":
+        got = f"dtype {entropy.dtype}" if isinstance(entropy, np.ndarray) else type(entropy).__name__
+        raise ExplorerError(f"{_name(entropy_fn)} should return a real-valued array; it returned {got}")
     if entropy.shape != weights.shape[:-1]:
-        raise ExplorerError(f"{entropy_fn.__name__} returned shape {entropy.shape}; expected {weights.shape[:-1]}")
-    return entropy
+        raise ExplorerError(f"{_name(entropy_fn)} returned shape {entropy.shape}; expected {weights.shape[:-1]}")
+    bad = int(np.count_nonzero(~np.isfinite(entropy)))
+    if bad:
+        raise ExplorerError(f"{_name(entropy_fn)} returned NaN or infinity for {bad} row(s): 0 · log 0 must "
+                            "count as 0 (0 * np.log(0) is NaN in NumPy)")
+    return entropy.astype(float, copy=False)
 
 
 def compute_view(attention_fn, mask_fn, entropy_fn, settings: Settings, inputs) -> View:
@@ -163,14 +190,14 @@ def compute_view(attention_fn, mask_fn, entropy_fn, settings: Settings, inputs) 
     entropy = _entropy(entropy_fn, weights)
     positions = np.arange(T)
     ceiling = np.log(positions + 1.0) if settings.causal else np.full(T, math.log(T))
-    above = np.triu(weights, 1)
-    leaks = int(np.count_nonzero(above))
+    leaks = int(np.count_nonzero(np.triu(weights, 1)))
     summary = (f"T = {T}, d_head = {d}, {'scaled by √d_head' if settings.scale else 'unscaled'}, "
                f"{'causal mask' if settings.causal else 'no mask'}: "
-               f"largest weight {np.nanmax(weights):.3f} · mean row entropy {np.nanmean(entropy):.2f} nats "
+               f"largest weight {weights.max():.3f} · mean row entropy {entropy.mean():.2f} nats "
                f"(uniform ceiling {ceiling.mean():.2f}) · "
                + ("every weight above the diagonal is zero" if leaks == 0
-                  else f"{leaks} weights above the diagonal are not zero"))
+                  else f"{leaks} weight{'s' if leaks != 1 else ''} above the diagonal "
+                       f"{'are' if leaks != 1 else 'is'} not zero"))
     return View(weights, entropy, ceiling, summary)
 
 
@@ -225,7 +252,7 @@ class AttentionFigure:
         self.entropy_ax.set_xlabel("query position")
         self.entropy_ax.set_ylabel("entropy (nats)")
         self.entropy_ax.set_title("entropy per query row", fontsize=10)
-        self.entropy_ax.legend(loc="lower right", fontsize="small")
+        self.entropy_legend = self.entropy_ax.legend(loc="lower right", fontsize="small")
 
         self.curve_ax = self.figure.add_axes(CURVE_RECT)
         styles = {"scaled (÷√d)": ("#0072B2", "-"), "unscaled": ("#D55E00", "--"), "÷d": ("#009E73", ":")}
@@ -238,11 +265,15 @@ class AttentionFigure:
         self.curve_ax.set_xlabel("d_head (log scale)")
         self.curve_ax.set_ylabel("mean row entropy (nats)")
         self.curve_ax.set_title("scaling vs saturation", fontsize=10)
-        self.curve_ax.legend(loc="lower left", fontsize="small")
+        self.curve_legend = self.curve_ax.legend(loc="lower left", fontsize="small", framealpha=0.9)
         self.background = None
         self.layout_T = None
+        for legend in (self.entropy_legend, self.curve_legend):
+            legend.set_animated(True)  # drawn after the lines, so that no line crosses it
+        for axis in (self.heat_ax.xaxis, self.heat_ax.yaxis, self.entropy_ax.xaxis):
+            axis.set_major_locator(MaxNLocator(integer=True, nbins="auto"))
         self.animated = [self.image, self.ceiling_line, self.entropy_line,
-                         *self.curve_lines.values(), self.marker]
+                         *self.curve_lines.values(), self.marker, self.entropy_legend, self.curve_legend]
 
     def layout(self, T: int) -> None:
         """Set the T-dependent limits, draw the static parts and cache them as the background."""

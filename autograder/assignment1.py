@@ -58,8 +58,18 @@ def _probe_cases() -> dict[str, list[tuple[tuple, dict]]]:
 _PROBES = _probe_cases()
 
 
+_VERDICTS: dict[tuple, bool] = {}  # (piece, function object, its code) → agrees; a re-run cell is a new object
+
+
 def _agrees_with_reference(name: str, learner: Callable) -> bool:
-    """Whether a learner's earlier piece gives the reference's results on the probe inputs."""
+    """Whether a learner's earlier piece gives the reference's results on the probe inputs (cached)."""
+    key = (name, id(learner), getattr(learner, "__code__", None))
+    if key not in _VERDICTS:
+        _VERDICTS[key] = _probe(name, learner)
+    return _VERDICTS[key]
+
+
+def _probe(name: str, learner: Callable) -> bool:
     try:
         for args, kwargs in _PROBES[name]:
             got = call_quietly(learner, *[np.array(a, copy=True) for a in args], **kwargs)

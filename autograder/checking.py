@@ -18,6 +18,8 @@ from typing import Callable
 
 import numpy as np
 
+from attention_lab.limits import FunctionTimedOut, time_limit
+
 
 class CheckFailed(AssertionError):
     """A learner's result is wrong; the message says how, in plain words."""
@@ -83,19 +85,31 @@ def run_checks(title: str, checks: list[Check], points: float) -> float:
     return float(score)
 
 
+CALL_SECONDS = 3.0  # per call of a learner's function; correct code takes milliseconds on the hidden inputs
+
+
 def call_quietly(function: Callable, *args, **kwargs):
-    """Call a learner's function with warnings and printing silenced.
+    """Call a learner's function with warnings and printing silenced, for at most :data:`CALL_SECONDS`.
 
     nbgrader gives a test cell zero points as soon as anything reaches stderr,
     so correct code that makes NumPy warn (``exp`` overflow in an intermediate,
     ``log(0)`` before masking it out) would lose its points. Output the
-    learner prints is discarded for the same reason.
+    learner prints is discarded for the same reason. The time limit keeps one
+    hanging function from using up every later cell's time.
+
+    Raises
+    ------
+    CheckFailed
+        If the function runs longer than :data:`CALL_SECONDS`.
     """
     sink = io.StringIO()
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            return function(*args, **kwargs)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), time_limit(CALL_SECONDS):
+                return function(*args, **kwargs)
+    except FunctionTimedOut as timeout:
+        raise CheckFailed(f"your function {timeout}") from None
 
 
 @contextlib.contextmanager

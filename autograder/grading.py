@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -211,7 +212,31 @@ def grade_class(course_dir: Path, assignment: str, students: list[str]) -> tuple
     feedback = run_nbgrader(course_dir, "generate_feedback", assignment, "--force", check=False)
     log = course_dir / "grading.log"
     log.write_text(autograde.stdout + "\n" + feedback.stdout)
+    # The gradebook keeps an earlier run's scores when a re-grade fails: the log says which ones failed.
+    for student, reason in autograde_failures(autograde.stdout, assignment).items():
+        problems.setdefault(student, reason)
     return read_results(course_dir, assignment, students, problems)
+
+
+def autograde_failures(log: str, assignment: str) -> dict[str, str]:
+    """Students whose submission ``nbgrader autograde`` failed on, with the error it logged.
+
+    nbgrader ends a run with "There was an error processing assignment 'A' for
+    student 'S'" per failure; the last exception line logged while it was
+    autograding that student's notebook is the reason.
+    """
+    failed = re.findall(rf"There was an error processing assignment '{re.escape(assignment)}' for student '([^']+)'",
+                        log)
+    reasons = {}
+    for student in failed:
+        start = log.find(f"/autograded/{student}/{assignment}/")
+        block = log[start:] if start >= 0 else ""
+        end = block.find("There was an error processing assignment:")
+        error_lines = re.findall(r"^\s*((?:[\w.]+)(?:Error|Exception|Exit)\b[^\n]*)$",
+                                 block[: end + 2000] if end >= 0 else block, re.M)
+        detail = f" ({error_lines[-1].strip()[:150]})" if error_lines else ""
+        reasons[student] = f"nbgrader could not run this submission{detail}; see grading.log"
+    return reasons
 
 
 def submitted_students(course_dir: Path, assignment: str) -> list[str]:

@@ -75,6 +75,7 @@ def test_nbgrader_config_loads_with_our_settings():
     assert config.OverwriteCells.add_missing_cells is True
     assert config.CourseDirectory.course_id == "attention-lab"
     assert config.Validator.validate_all is True
+    assert config.Autograde.sanitize_preprocessors[-1].__name__ == "ClearWidgetState"
 
 
 def jupyter(*args):

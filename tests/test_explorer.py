@@ -129,7 +129,7 @@ def test_learner_error_is_shown_as_one_message_and_fix_is_picked_up():
     explorer = ex.AttentionExplorer(namespace["scaled_dot_product_attention"], namespace["causal_mask"],
                                     ref.attention_entropy, T=8, d_head=4, sync=True)
     assert explorer.view is None and "NotImplementedError" in explorer.summary.value
-    assert "causal_mask(8) raised" in explorer.error
+    assert explorer.error == "causal_mask raised NotImplementedError"
     # The learner fixes both cells and re-runs them; the explorer uses the new definitions on the next change.
     namespace_fix = {
         "causal_mask": "def causal_mask(T):\n    return np.triu(np.ones((T, T), dtype=bool))",  # flipped!
@@ -203,3 +203,66 @@ def test_axes_say_query_and_key_position_and_nats(explorer):
     assert f.entropy_ax.get_xlabel() == "query position" and "nats" in f.entropy_ax.get_ylabel()
     assert "nats" in f.curve_ax.get_ylabel() and f.curve_ax.get_xscale() == "log"
     assert f.image.get_clim() == (0.0, 1.0) and f.image.get_cmap().name == "viridis"
+
+
+def learner(source, name):
+    return namespace_with({name: source})[name]
+
+
+def test_nan_weights_and_nan_entropies_are_explained_not_miscounted():
+    blocked_diagonal = learner("def causal_mask(T):\n    return np.tril(np.ones((T, T), dtype=bool), k=-1)", "causal_mask")
+    minus_inf_attention = learner("def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                                  "    s = Q @ K.T / np.sqrt(Q.shape[-1])\n"
+                                  "    s = s if mask is None else np.where(mask, s, -np.inf)\n"
+                                  "    e = np.exp(s - s.max(-1, keepdims=True))\n"
+                                  "    w = e / e.sum(-1, keepdims=True)\n    return w @ V, w",
+                                  "scaled_dot_product_attention")
+    explorer = ex.AttentionExplorer(minus_inf_attention, blocked_diagonal, ref.attention_entropy, T=12, d_head=16,
+                                    sync=True)
+    assert "NaN or infinite weight" in explorer.error and "does the mask allow the diagonal" in explorer.error
+    assert "above the diagonal" not in explorer.summary.value
+    nan_entropy = learner("def attention_entropy(w):\n    return -np.sum(w * np.log(w), axis=-1)", "attention_entropy")
+    explorer = ex.AttentionExplorer(ref.scaled_dot_product_attention, ref.causal_mask, nan_entropy, T=12, d_head=16,
+                                    sync=True)
+    assert "0 · log 0 must count as 0" in explorer.error
+
+
+def test_functions_that_modify_their_inputs_do_not_corrupt_the_picture():
+    in_place_entropy = learner("def attention_entropy(w):\n    w[w == 0] = 1\n    return -np.sum(w * np.log(w), axis=-1)",
+                               "attention_entropy")
+    in_place_attention = learner("def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                                 "    Q /= np.sqrt(Q.shape[-1]) if scale else 1\n    s = Q @ K.T\n"
+                                 "    s = s if mask is None else np.where(mask, s, -np.inf)\n"
+                                 "    e = np.exp(s - s.max(-1, keepdims=True))\n    w = e / e.sum(-1, keepdims=True)\n"
+                                 "    return w @ V, w", "scaled_dot_product_attention")
+    explorer = ex.AttentionExplorer(in_place_attention, ref.causal_mask, in_place_entropy, T=16, d_head=64, sync=True)
+    explorer.d_slider.value = 32
+    explorer.d_slider.value = 64
+    check_matches_reference(explorer)
+    assert np.all(np.triu(explorer.view.weights, 1) == 0)
+
+
+def test_complex_weights_and_hanging_functions_give_one_message(monkeypatch):
+    complex_attention = learner("def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                                "    w = np.full((Q.shape[0], K.shape[0]), 1 / K.shape[0]) + 0j\n    return w @ V, w",
+                                "scaled_dot_product_attention")
+    explorer = ex.AttentionExplorer(complex_attention, ref.causal_mask, ref.attention_entropy, T=6, d_head=4,
+                                    sync=True)
+    assert "dtype complex128" in explorer.error
+    monkeypatch.setattr(ex, "CALL_SECONDS", 0.3)
+    hanging = learner("def causal_mask(T):\n    while True:\n        pass", "causal_mask")
+    explorer = ex.AttentionExplorer(ref.scaled_dot_product_attention, hanging, ref.attention_entropy, T=6, d_head=4,
+                                    sync=True)
+    assert "did not finish within 0.3 s" in explorer.error
+
+
+def test_one_weight_above_the_diagonal_is_singular(explorer):
+    explorer.T_slider.value = 2
+    explorer.causal_box.value = False
+    assert "1 weight above the diagonal is not zero" in explorer.summary.value
+
+
+def test_legends_are_drawn_over_the_lines(explorer):
+    order = explorer.figure.animated
+    assert order.index(explorer.figure.curve_legend) > order.index(explorer.figure.marker)
+    assert order.index(explorer.figure.entropy_legend) > order.index(explorer.figure.entropy_line)

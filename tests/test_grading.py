@@ -53,6 +53,9 @@ def graded(tmp_path_factory):
             shutil.copy(SOURCE_NB, target / NOTEBOOK)
         else:
             nb = fill_release(read(RELEASE_NB), {**solution_cells(read(SOURCE_NB)), **answers})
+            if student == "zz-loops-float32":  # a learner's saved widget state must not reach the autograded copy
+                nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {
+                    "x": {"model_name": "ImageModel", "state": {"value": "A" * 200_000}}}}}
             nbformat.write(nb, str(target / NOTEBOOK))
     students += list(EXTRA_STUDENTS)
     for student, make in BROKEN_STUDENTS.items():
@@ -120,6 +123,13 @@ def test_explorer_is_skipped_under_autograde_without_widget_output(graded):
     assert any("not shown while grading" in o.get("text", "") for o in outputs)
     assert not any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
     assert "widgets" not in nb.metadata
+
+
+def test_saved_widget_state_of_a_submission_is_dropped(graded):
+    course, _, results = graded
+    assert results["zz-loops-float32"].total == 10
+    autograded = course / "autograded" / "zz-loops-float32" / ASSIGNMENT / NOTEBOOK
+    assert "widget-state" not in autograded.read_text() and autograded.stat().st_size < 400_000
 
 
 def test_table_and_csv(graded, tmp_path):

@@ -153,3 +153,30 @@ def test_importing_the_reference_earns_nothing():
     cheat = {"softmax": "from autograder.reference import softmax"}
     score, _, out, _ = grade_in_process(SOURCE_NB, cheat)["test_softmax"]
     assert score == 0 and "the course's reference imported from autograder.reference" in out
+
+
+def test_a_hanging_function_costs_only_its_own_step(monkeypatch):
+    from autograder import checking
+
+    from attention_lab import checks
+
+    monkeypatch.setattr(checking, "CALL_SECONDS", 0.3)
+    monkeypatch.setattr(checks, "CALL_SECONDS", 0.3)
+    results = grade_in_process(SOURCE_NB, {"softmax": "def softmax(x, axis=-1):\n    while True:\n        pass"})
+    lost = {grade_id for grade_id, (score, points, *_r) in results.items() if score < points}
+    assert lost == {"test_softmax"}
+    _, _, out, err = results["test_softmax"]
+    assert "did not finish within 0.3 s" in out + err
+
+
+def test_a_hanging_function_that_catches_the_interrupt_is_interrupted_again(monkeypatch):
+    from autograder import checking
+
+    from attention_lab import checks
+
+    monkeypatch.setattr(checking, "CALL_SECONDS", 0.2)
+    monkeypatch.setattr(checks, "CALL_SECONDS", 0.2)
+    stubborn = ("def causal_mask(T):\n    while True:\n        try:\n            while True:\n                pass\n"
+                "        except Exception:\n            break\n    while True:\n        pass")
+    score, _, out, err = grade_in_process(SOURCE_NB, {"causal_mask": stubborn})["test_causal_mask"]
+    assert score == 0 and "did not finish" in out + err
