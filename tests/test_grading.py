@@ -160,6 +160,22 @@ def test_make_grade_grades_a_real_class_without_touching_release(tmp_path, capsy
     assert (course / f"grades-{ASSIGNMENT}.csv").exists()
     assert (course / "feedback" / "alice" / ASSIGNMENT).is_dir()
     assert (course / "release" / ASSIGNMENT / NOTEBOOK).read_bytes() == before
+    # Re-grading a submission that now kills its kernel must not report the earlier 10/10.
+    answers = {**solution_cells(read(SOURCE_NB)), "causal_mask": "import os\nos._exit(1)"}
+    nbformat.write(fill_release(read(RELEASE_NB), answers), str(target / NOTEBOOK))
+    assert grading.main(["--course-dir", str(course)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("alice"))
+    assert "not graded: nbgrader could not run this submission" in row and "10/10" not in row
+
+
+def test_autograde_failures_are_read_from_the_log():
+    log = ("[AutogradeApp | INFO] Autograding /c/autograded/bob/A1/nb.ipynb\n"
+           "[AutogradeApp | ERROR] There was an error processing assignment: /c/submitted/bob/A1\n"
+           "Traceback (most recent call last):\n  ...\nnbclient.exceptions.DeadKernelError: Kernel died\n"
+           "[AutogradeApp | INFO] Autograding /c/autograded/eve/A1/nb.ipynb\n"
+           "[AutogradeApp | ERROR] There was an error processing assignment 'A1' for student 'bob'\n")
+    reasons = grading.autograde_failures(log, "A1")
+    assert set(reasons) == {"bob"} and "DeadKernelError: Kernel died" in reasons["bob"]
 
 
 def test_make_grade_with_nothing_submitted_says_what_to_do(tmp_path, capsys):
