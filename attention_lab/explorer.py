@@ -252,32 +252,33 @@ class AttentionFigure:
         self.entropy_ax.set_xlabel("query position")
         self.entropy_ax.set_ylabel("entropy (nats)")
         self.entropy_ax.set_title("entropy per query row", fontsize=10)
-        self.entropy_legend = self.entropy_ax.legend(loc="lower right", fontsize="small")
+        # Legends sit in a band above every value (entropies never exceed ln T), so no line crosses them
+        # and they can stay in the static background.
+        self.entropy_legend = self.entropy_ax.legend(loc="upper center", ncol=2, fontsize="small")
 
         self.curve_ax = self.figure.add_axes(CURVE_RECT)
         styles = {"scaled (÷√d)": ("#0072B2", "-"), "unscaled": ("#D55E00", "--"), "÷d": ("#009E73", ":")}
         self.curve_lines = {name: self.curve_ax.plot([], [], linestyle=ls, color=color, lw=1.8, marker=".",
                                                      animated=True, label=name)[0]
                             for name, (color, ls) in styles.items()}
-        self.marker = self.curve_ax.axvline(D_HEAD_OPTIONS[0], color="0.2", lw=1, animated=True)
+        (self.marker,) = self.curve_ax.plot([], [], color="0.2", lw=1, animated=True)  # the current d_head
         self.curve_ax.set_xscale("log", base=2)
         self.curve_ax.set_xlim(D_HEAD_OPTIONS[0] * 0.9, D_HEAD_OPTIONS[-1] * 1.1)
         self.curve_ax.set_xlabel("d_head (log scale)")
         self.curve_ax.set_ylabel("mean row entropy (nats)")
         self.curve_ax.set_title("scaling vs saturation", fontsize=10)
-        self.curve_legend = self.curve_ax.legend(loc="lower left", fontsize="small", framealpha=0.9)
+        self.curve_legend = self.curve_ax.legend(loc="upper center", ncol=3, fontsize="small", columnspacing=1.0,
+                                                 handlelength=1.6)
         self.background = None
         self.layout_T = None
-        for legend in (self.entropy_legend, self.curve_legend):
-            legend.set_animated(True)  # drawn after the lines, so that no line crosses it
         for axis in (self.heat_ax.xaxis, self.heat_ax.yaxis, self.entropy_ax.xaxis):
             axis.set_major_locator(MaxNLocator(integer=True, nbins="auto"))
         self.animated = [self.image, self.ceiling_line, self.entropy_line,
-                         *self.curve_lines.values(), self.marker, self.entropy_legend, self.curve_legend]
+                         *self.curve_lines.values(), self.marker]
 
     def layout(self, T: int) -> None:
         """Set the T-dependent limits, draw the static parts and cache them as the background."""
-        top = math.log(T) * 1.08 + 0.05
+        top = math.log(T) * 1.3 + 0.15  # the band above ln T holds the legends
         self.image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
         self.heat_ax.set_xlim(-0.5, T - 0.5)
         self.heat_ax.set_ylim(T - 0.5, -0.5)
@@ -306,7 +307,7 @@ class AttentionFigure:
                 line.set_data(CURVE_D_HEADS, curves[name])
             else:
                 line.set_data([], [])
-        self.marker.set_xdata([settings.d_head, settings.d_head])
+        self.marker.set_data([settings.d_head, settings.d_head], [0.0, math.log(settings.T)])
         self.canvas.restore_region(self.background)
         for artist in self.animated:
             self.figure.draw_artist(artist)

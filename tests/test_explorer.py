@@ -262,7 +262,13 @@ def test_one_weight_above_the_diagonal_is_singular(explorer):
     assert "1 weight above the diagonal is not zero" in explorer.summary.value
 
 
-def test_legends_are_drawn_over_the_lines(explorer):
-    order = explorer.figure.animated
-    assert order.index(explorer.figure.curve_legend) > order.index(explorer.figure.marker)
-    assert order.index(explorer.figure.entropy_legend) > order.index(explorer.figure.entropy_line)
+@pytest.mark.parametrize("T, causal", [(2, False), (40, True), (512, False)])
+def test_no_line_reaches_the_legends(explorer, T, causal):
+    explorer.T_slider.value = T
+    explorer.causal_box.value = causal
+    figure = explorer.figure
+    figure.canvas.draw()
+    for ax, legend in ((figure.entropy_ax, figure.entropy_legend), (figure.curve_ax, figure.curve_legend)):
+        legend_bottom = ax.transData.inverted().transform(legend.get_window_extent().get_points())[0, 1]
+        highest = max(np.nanmax(line.get_ydata()) for line in ax.get_lines() if len(line.get_ydata()))
+        assert highest < legend_bottom, (T, causal, highest, legend_bottom)
