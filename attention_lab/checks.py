@@ -11,15 +11,12 @@ failure. They award no points: the hidden tests do the grading.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
-import warnings
 from typing import Callable
 
 import numpy as np
 
-from attention_lab.limits import time_limit
+from attention_lab.learner_calls import call_learner
 
 
 class SelfCheckFailed(AssertionError):
@@ -40,12 +37,8 @@ CALL_SECONDS = 5.0  # a correct answer takes milliseconds on these inputs
 
 
 def _raw(function: Callable, *args, **kwargs):
-    # A warning printed in a self-check cell would distract from the message that matters; an infinite
-    # loop becomes a FunctionTimedOut instead of a hang.
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    with warnings.catch_warnings(), np.errstate(all="ignore"), time_limit(CALL_SECONDS):
-        warnings.simplefilter("ignore")
-        return function(*args, **kwargs)
+    return call_learner(function, *args, seconds=CALL_SECONDS, **kwargs)
 
 
 _HINTS = (
@@ -104,8 +97,7 @@ def expect_shapes(function: Callable, shapes: list[tuple[int, ...]], *args, **kw
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     name = getattr(function, "__name__", "the function")
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            result = _raw(function, *args, **kwargs)
+        result = _raw(function, *args, **kwargs)
     except Exception as error:
         culprit = _other_course_function_behind(function, error)
         if culprit is None:

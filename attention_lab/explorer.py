@@ -43,7 +43,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from PIL import Image as PILImage
 
-from attention_lab.limits import time_limit
+from attention_lab.learner_calls import call_learner
 
 T_MAX = 512
 D_HEAD_OPTIONS = (1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512)  # ≈ 2^(k/2)
@@ -123,10 +123,8 @@ def _call(function, *args, **kwargs):
     Copies, because a function that modifies its input in place would
     otherwise change the explorer's cached inputs or the weights on screen.
     """
-    copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
     try:
-        with np.errstate(all="ignore"), time_limit(CALL_SECONDS):
-            return latest(function)(*copies, **kwargs)
+        return call_learner(latest(function), *args, seconds=CALL_SECONDS, copy_arrays=True, **kwargs)
     except Exception as error:
         text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
         raise ExplorerError(f"{_name(function)} raised {text}") from None

@@ -11,14 +11,12 @@ would print as ``np.float64(...)`` under NumPy 2 and be misread as full marks).
 from __future__ import annotations
 
 import contextlib
-import io
-import warnings
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from attention_lab.limits import FunctionTimedOut, time_limit
+from attention_lab.learner_calls import FunctionTimedOut, call_learner
 
 
 class CheckFailed(AssertionError):
@@ -89,25 +87,15 @@ CALL_SECONDS = 3.0  # per call of a learner's function; correct code takes milli
 
 
 def call_quietly(function: Callable, *args, **kwargs):
-    """Call a learner's function with warnings and printing silenced, for at most :data:`CALL_SECONDS`.
-
-    nbgrader gives a test cell zero points as soon as anything reaches stderr,
-    so correct code that makes NumPy warn (``exp`` overflow in an intermediate,
-    ``log(0)`` before masking it out) would lose its points. Output the
-    learner prints is discarded for the same reason. The time limit keeps one
-    hanging function from using up every later cell's time.
+    """Call a learner's function quietly, for at most :data:`CALL_SECONDS` (see ``call_learner``).
 
     Raises
     ------
     CheckFailed
         If the function runs longer than :data:`CALL_SECONDS`.
     """
-    sink = io.StringIO()
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), time_limit(CALL_SECONDS):
-                return function(*args, **kwargs)
+        return call_learner(function, *args, seconds=CALL_SECONDS, **kwargs)
     except FunctionTimedOut as timeout:
         raise CheckFailed(f"your function {timeout}") from None
 
