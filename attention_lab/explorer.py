@@ -44,12 +44,12 @@ from matplotlib.ticker import MaxNLocator
 from PIL import Image as PILImage
 
 from attention_lab.learner_calls import call_learner
+from attention_lab.plots import COLORMAP
 
 T_MAX = 512
 D_HEAD_OPTIONS = (1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512)  # ≈ 2^(k/2)
 CURVE_D_HEADS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # where the entropy-vs-d_head curves are computed
 CURVE_QUERIES = 64  # rows used for the entropy-vs-d_head curves (evenly spaced over the sequence)
-COLORMAP = "viridis"
 FIGURE_SIZE = (12.0, 3.6)  # inches at DPI dots per inch
 DPI = 100
 # Axes rectangles in figure fractions (left, bottom, width, height). Fixed, so that tests can locate

@@ -13,6 +13,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+COLORMAP = "viridis"  # perceptually uniform and colour-blind safe; every attention heatmap uses it
+
 
 def _axes(ax: Axes | None, size=(4.2, 3.4)) -> Axes:
     if ax is not None:
@@ -45,7 +47,7 @@ def plot_attention_weights(weights, ax: Axes | None = None, title: str = "attent
     if weights.ndim != 2:
         raise ValueError(f"weights must have shape (T_q, T_k); received shape {weights.shape}")
     ax = _axes(ax)
-    image = ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest", aspect="auto")
+    image = ax.imshow(weights, cmap=COLORMAP, vmin=0.0, vmax=1.0, interpolation="nearest", aspect="auto")
     ax.set_xlabel("key position")
     ax.set_ylabel("query position")
     ax.set_title(title)

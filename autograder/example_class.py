@@ -22,42 +22,28 @@ import nbformat
 
 from autograder import grading
 from autograder.notebook_cells import fill_release, read, solution_cells
-from autograder.variants.assignment1 import CORRECT, MISTAKES
+from autograder.variants.assignment1 import CORRECT, MISTAKES, Variant
 
 ASSIGNMENT = "01_scaled_dot_product_attention"
 NOTEBOOK = "scaled_dot_product_attention.ipynb"
 REPO = Path(__file__).resolve().parent.parent
 
-# student id → (what the submission is, solution cells it replaces; None = untouched release)
-STUDENTS = {
-    "ada-correct": ("the complete, correct solution", {}),
-    "ben-untouched": ("the release, handed in without changes", None),
-    "cai-einsum-and-1e9": ("correct, written differently: einsum, −1e9, ~triu",
-                           {**CORRECT["einsum"].cells, **CORRECT["large_negative_fill"].cells}),
-    "dan-mask-flipped": (MISTAKES["mask_flipped"].description, MISTAKES["mask_flipped"].cells),
-    "eva-diagonal-blocked": (MISTAKES["diagonal_blocked"].description, MISTAKES["diagonal_blocked"].cells),
-    "fei-softmax-wrong-axis": (MISTAKES["softmax_wrong_axis"].description, MISTAKES["softmax_wrong_axis"].cells),
-    "gil-divides-by-d": (MISTAKES["scale_by_d"].description, MISTAKES["scale_by_d"].cells),
-    "hal-no-scaling": (MISTAKES["no_scaling"].description, MISTAKES["no_scaling"].cells),
-    "ida-mask-with-zero": (MISTAKES["mask_with_zero"].description, MISTAKES["mask_with_zero"].cells),
-    "jon-no-max-subtraction": (MISTAKES["softmax_no_max_subtraction"].description,
-                               MISTAKES["softmax_no_max_subtraction"].cells),
-    "kay-mask-after-softmax": (MISTAKES["mask_after_softmax"].description, MISTAKES["mask_after_softmax"].cells),
-}
+UNTOUCHED = "ben-untouched"  # hands in the release as it is: loses points everywhere
 
-# Test cells each student must lose points on; every other test cell must get full marks.
-EXPECTED_LOSSES = {
-    "ada-correct": set(),
-    "ben-untouched": "all",
-    "cai-einsum-and-1e9": set(),
-    "dan-mask-flipped": set(MISTAKES["mask_flipped"].breaks),
-    "eva-diagonal-blocked": set(MISTAKES["diagonal_blocked"].breaks),
-    "fei-softmax-wrong-axis": set(MISTAKES["softmax_wrong_axis"].breaks),
-    "gil-divides-by-d": set(MISTAKES["scale_by_d"].breaks),
-    "hal-no-scaling": set(MISTAKES["no_scaling"].breaks),
-    "ida-mask-with-zero": set(MISTAKES["mask_with_zero"].breaks),
-    "jon-no-max-subtraction": set(MISTAKES["softmax_no_max_subtraction"].breaks),
-    "kay-mask-after-softmax": set(MISTAKES["mask_after_softmax"].breaks),
+# student id → the answer they hand in; a Variant's ``breaks`` are the test cells it must lose points on.
+STUDENTS = {
+    "ada-correct": Variant("the complete, correct solution", {}),
+    UNTOUCHED: Variant("the release, handed in without changes", {}),
+    "cai-einsum-and-1e9": Variant("correct, written differently: einsum, −1e9, ~triu",
+                                  {**CORRECT["einsum"].cells, **CORRECT["large_negative_fill"].cells}),
+    "dan-mask-flipped": MISTAKES["mask_flipped"],
+    "eva-diagonal-blocked": MISTAKES["diagonal_blocked"],
+    "fei-softmax-wrong-axis": MISTAKES["softmax_wrong_axis"],
+    "gil-divides-by-d": MISTAKES["scale_by_d"],
+    "hal-no-scaling": MISTAKES["no_scaling"],
+    "ida-mask-with-zero": MISTAKES["mask_with_zero"],
+    "jon-no-max-subtraction": MISTAKES["softmax_no_max_subtraction"],
+    "kay-mask-after-softmax": MISTAKES["mask_after_softmax"],
 }
 
 
@@ -69,8 +55,8 @@ def build_submissions(course_dir: Path, repo: Path = REPO) -> list[str]:
     """
     release_nb = read(repo / "release" / ASSIGNMENT / NOTEBOOK)
     solutions = solution_cells(read(repo / "source" / ASSIGNMENT / NOTEBOOK))
-    for student, (_, answers) in STUDENTS.items():
-        nb = release_nb if answers is None else fill_release(release_nb, {**solutions, **answers})
+    for student, variant in STUDENTS.items():
+        nb = release_nb if student == UNTOUCHED else fill_release(release_nb, {**solutions, **variant.cells})
         target = course_dir / "submitted" / student / ASSIGNMENT
         target.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(target / NOTEBOOK))
@@ -79,8 +65,7 @@ def build_submissions(course_dir: Path, repo: Path = REPO) -> list[str]:
 
 def prepare_course(course_dir: Path, repo: Path = REPO) -> list[str]:
     """A fresh course directory with the repository's config and source, and the example submissions."""
-    shutil.copy(repo / "nbgrader_config.py", course_dir / "nbgrader_config.py")
-    shutil.copytree(repo / "source" / ASSIGNMENT, course_dir / "source" / ASSIGNMENT)
+    grading.copy_course(repo, course_dir)
     return build_submissions(course_dir, repo)
 
 
@@ -111,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(grading.format_table(steps, results))
     print("\nwho is who:")
-    for student, (description, _) in STUDENTS.items():
-        print(f"  {student:24s} {description}")
+    for student, variant in STUDENTS.items():
+        print(f"  {student:24s} {variant.description}")
     out = args.output.resolve()
     print(f"\ngrades:   {out / 'grades.csv'}\nfeedback: {out / 'feedback'}/<student>/{ASSIGNMENT}/"
           f"{NOTEBOOK.replace('.ipynb', '.html')}\nlog:      {out / 'grading.log'}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,19 @@ def run_nbgrader(course_dir: Path, *args: str, check: bool = True) -> subprocess
     if check and result.returncode != 0:
         raise RuntimeError(f"`nbgrader {' '.join(args)}` failed in {course_dir}:\n{result.stdout[-6000:]}")
     return result
+
+
+def copy_course(repo: Path, target: Path, folders: tuple[str, ...] = ("source",)) -> Path:
+    """Make ``target`` a course directory: the repository's ``nbgrader_config.py`` and copies of ``folders``.
+
+    Used wherever grading or a browser session must not touch the repository
+    (the example class, the tests).
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy(repo / "nbgrader_config.py", target / "nbgrader_config.py")
+    for folder in folders:
+        shutil.copytree(repo / folder, target / folder)
+    return target
 
 
 def load_into_gradebook(course_dir: Path, assignment: str) -> None:

@@ -21,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 from attention_lab.lab import lab_command
+from autograder.grading import copy_course
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -99,10 +100,7 @@ def lab_server(root: Path, log_path: Path):
 
 def course_copy(repo: Path, target: Path) -> Path:
     """A throw-away copy of what the Lab shows (saving a notebook in the browser must not touch the repo)."""
-    for folder in ("notebooks", "release", "source"):
-        shutil.copytree(repo / folder, target / folder)
-    shutil.copy(repo / "nbgrader_config.py", target / "nbgrader_config.py")
-    return target
+    return copy_course(repo, target, folders=("notebooks", "release", "source"))
 
 
 def launch(playwright):

@@ -80,9 +80,9 @@ def test_every_submission_was_graded_or_says_why_not(graded):
 
 def test_mistakes_lose_points_exactly_on_the_steps_they_break(graded):
     _, steps, results = graded
-    for student, losses in example_class.EXPECTED_LOSSES.items():
+    for student, variant in example_class.STUDENTS.items():
         scores = results[student].steps
-        expected_losses = set(steps) if losses == "all" else losses
+        expected_losses = set(steps) if student == example_class.UNTOUCHED else variant.breaks
         for step, (score, maximum) in scores.items():
             if step in expected_losses:
                 assert score < maximum, f"{student} should lose points in {step}"
@@ -92,17 +92,17 @@ def test_mistakes_lose_points_exactly_on_the_steps_they_break(graded):
 
 def test_untouched_release_earns_zero_and_correct_answers_earn_full_marks(graded):
     _, _, results = graded
-    assert results["ben-untouched"].total == 0
+    assert results[example_class.UNTOUCHED].total == 0
     for student in ["ada-correct", "cai-einsum-and-1e9", *EXTRA_STUDENTS]:
         assert results[student].total == 10, (student, results[student].steps)
 
 
 def test_nbgrader_scores_match_the_in_process_model(graded):
     _, _, results = graded
-    for student, (_, answers) in example_class.STUDENTS.items():
-        if answers is None:
+    for student, variant in example_class.STUDENTS.items():
+        if student == example_class.UNTOUCHED:
             continue
-        expected = {grade_id: score for grade_id, (score, *_rest) in grade_in_process(SOURCE_NB, answers).items()}
+        expected = {grade_id: score for grade_id, (score, *_rest) in grade_in_process(SOURCE_NB, variant.cells).items()}
         got = {step: score for step, (score, _) in results[student].steps.items()}
         assert got == expected, student
 
@@ -145,11 +145,7 @@ def test_table_and_csv(graded, tmp_path):
 
 
 def test_make_grade_grades_a_real_class_without_touching_release(tmp_path, capsys):
-    course = tmp_path / "class"
-    course.mkdir()
-    shutil.copy(REPO / "nbgrader_config.py", course)
-    shutil.copytree(REPO / "source", course / "source")
-    shutil.copytree(REPO / "release", course / "release")
+    course = grading.copy_course(REPO, tmp_path / "class", folders=("source", "release"))
     before = (course / "release" / ASSIGNMENT / NOTEBOOK).read_bytes()
     target = course / "submitted" / "alice" / ASSIGNMENT
     target.mkdir(parents=True)

@@ -1,12 +1,11 @@
 """release/ is what `make release` generates from source/, and nothing secret reaches it."""
 
 import re
-import shutil
 
 import nbformat
 import pytest
 
-from autograder.grading import run_nbgrader
+from autograder.grading import copy_course, run_nbgrader
 from autograder.notebook_cells import read
 from autograder.release import generate_release
 from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
@@ -15,10 +14,7 @@ ASSIGNMENTS = sorted(p.name for p in (REPO / "source").iterdir() if p.is_dir())
 
 
 def course_copy(tmp_path):
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    shutil.copy(REPO / "nbgrader_config.py", tmp_path / "nbgrader_config.py")
-    shutil.copytree(REPO / "source", tmp_path / "source")
-    return tmp_path
+    return copy_course(REPO, tmp_path)
 
 
 def test_committed_release_is_fresh(tmp_path):

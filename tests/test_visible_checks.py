@@ -123,24 +123,16 @@ def test_expect_shapes_does_not_charge_a_missing_earlier_function(capsys):
     assert "not checked here" in capsys.readouterr().out
 
 
-def test_expect_shapes_charges_an_error_in_the_function_itself():
+@pytest.mark.parametrize("returned, error, message", [
+    ("w @ V.T, w", ValueError, "matmul"),  # an error in the function's own code is charged
+    ("w, w @ V", checks.SelfCheckFailed, r"returned \(weights, output\)"),  # a swapped pair is named
+])
+def test_expect_shapes_charges_the_functions_own_mistakes(returned, error, message):
     import numpy as np
-    answers = {**solution_cells(read(SOURCE_NB)),
-               "scaled_dot_product_attention": "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
-                                               "    w = softmax(attention_scores(Q, K, scale))\n    return w @ V.T, w"}
-    namespace = namespace_with(answers)
-    with pytest.raises(ValueError):
-        checks.expect_shapes(namespace["scaled_dot_product_attention"], [(3, 5), (3, 3)],
-                             np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 5)))
-
-
-def test_expect_shapes_names_a_swapped_pair():
-    import numpy as np
-    answers = {**solution_cells(read(SOURCE_NB)),
-               "scaled_dot_product_attention": "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
-                                               "    w = softmax(attention_scores(Q, K, scale))\n    return w, w @ V"}
-    namespace = namespace_with(answers)
-    with pytest.raises(checks.SelfCheckFailed, match=r"returned \(weights, output\)"):
+    attention = ("def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                 f"    w = softmax(attention_scores(Q, K, scale))\n    return {returned}")
+    namespace = namespace_with({**solution_cells(read(SOURCE_NB)), "scaled_dot_product_attention": attention})
+    with pytest.raises(error, match=message):
         checks.expect_shapes(namespace["scaled_dot_product_attention"], [(3, 5), (3, 3)],
                              np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 5)))
 
