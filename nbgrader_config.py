@@ -5,8 +5,9 @@ Read by `nbgrader` commands run here, by `make release` / `make grade` /
 """
 
 from nbgrader.converters import Autograde, GenerateAssignment
+from nbgrader.preprocessors import Execute
 
-from autograder.preprocessors import ClearWidgetState
+from autograder.preprocessors import ClearWidgetState, GradeOutsideKernel, InsertProbes
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
@@ -20,6 +21,16 @@ c.GenerateAssignment.preprocessors = (
 # Grading: a submission's saved widget state (can be megabytes of images) is dropped before it runs.
 c.Autograde.sanitize_preprocessors = (
     list(Autograde.class_traits()["sanitize_preprocessors"].default()) + [ClearWidgetState]
+)
+
+# Grading happens outside the learner's kernel: InsertProbes swaps each autograder cell's hidden tests
+# for a probe that only calls the learner's functions on hidden inputs; after execution,
+# GradeOutsideKernel compares the raw results with the reference in this process and writes the
+# feedback and the score into the cell, which SaveAutoGrades then reads.
+_default_autograde = list(Autograde.class_traits()["autograde_preprocessors"].default())
+_execute_at = _default_autograde.index(Execute)
+c.Autograde.autograde_preprocessors = (
+    _default_autograde[:_execute_at] + [InsertProbes, Execute, GradeOutsideKernel] + _default_autograde[_execute_at + 1:]
 )
 
 # Grading: a per-cell limit; a correct cell of assignment 1 runs in well under a second.

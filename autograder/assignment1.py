@@ -1,312 +1,253 @@
-"""Hidden-test helpers for assignment 1 (scaled dot-product attention).
+"""Assignment 1 (scaled dot-product attention) as data for the grader: steps, hidden cases, variants.
 
-Each ``grade_*`` function is called from the hidden part of one autograder
-cell with the learner's function, the hidden inputs and the cell's points.
-It compares the learner's results with :mod:`autograder.reference` on those
-inputs and returns the partial credit as a float (see
-:func:`autograder.checking.run_checks`).
-
-Steps are graded on their own: a later function runs with the reference's
-version of every earlier piece the learner got wrong (or has not written)
-swapped into the notebook namespace
-(:func:`autograder.checking.using_reference_pieces`), so a wrong ``softmax``
-costs points only in the ``softmax`` cell; correct earlier pieces are kept.
+The hidden cases avoid inputs that hide mistakes (``shared/notes/mistakes.md``):
+T_q ≠ T_k, d_v ≠ d_k, d_k not a perfect square of a power that would make ÷d
+and ÷√d agree, mixed-sign logits, masks that are not all-True, batch
+dimensions, logits large enough to overflow ``exp`` without max subtraction.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
-
 import numpy as np
 
 from autograder import reference
-from autograder.checking import (
-    Check,
-    CheckFailed,
-    call_quietly,
-    expect_array,
-    expect_pair,
-    expect_unchanged,
-    run_checks,
-    using_reference_pieces,
-)
+from autograder.spec import Assignment, Case, Step, Variant
+from autograder.variants.assignment1 import CORRECT, MISTAKES
 
-PIECES = {
-    "softmax": reference.softmax,
-    "attention_scores": reference.attention_scores,
-    "causal_mask": reference.causal_mask,
-    "scaled_dot_product_attention": reference.scaled_dot_product_attention,
-}
+NAME = "01_scaled_dot_product_attention"
+PAIR = ("the output", "the weights")
 
 
-def _probe_cases() -> dict[str, list[tuple[tuple, dict]]]:
-    """Small fixed inputs on which an earlier piece must agree with the reference to be kept."""
-    rng = np.random.default_rng(7)
-    x, big = rng.normal(0, 3, (2, 3, 5)), np.array([[1000.0, 1001.0, -1000.0]])
-    Q, K, V = rng.normal(size=(4, 6)), rng.normal(size=(5, 6)), rng.normal(size=(5, 3))
-    Qb, Kb = rng.normal(size=(2, 4, 6)), rng.normal(size=(2, 5, 6))
-    mask = np.array([[1, 0, 0, 1, 0], [1, 1, 0, 0, 0], [0, 1, 1, 1, 0], [1, 1, 1, 1, 1]], dtype=bool)
-    return {
-        "softmax": [((x,), {}), ((x,), {"axis": 0}), ((big,), {})],
-        "attention_scores": [((Q, K), {}), ((Q, K), {"scale": False}), ((Qb, Kb), {})],
-        "causal_mask": [((1,), {}), ((5,), {})],
-        "scaled_dot_product_attention": [((Q, K, V), {}), ((Q, K, V), {"mask": mask}),
-                                         ((Q, K, V), {"mask": mask, "scale": False})],
-    }
+# ---- diagnoses: which property fails, when no known mistake matches --------------------------------
 
-
-_PROBES = _probe_cases()
-
-
-_VERDICTS: dict[tuple, bool] = {}  # (piece, function object, its code) → agrees; a re-run cell is a new object
-
-
-def _agrees_with_reference(name: str, learner: Callable) -> bool:
-    """Whether a learner's earlier piece gives the reference's results on the probe inputs (cached)."""
-    key = (name, id(learner), getattr(learner, "__code__", None))
-    if key not in _VERDICTS:
-        _VERDICTS[key] = _probe(name, learner)
-    return _VERDICTS[key]
-
-
-def _probe(name: str, learner: Callable) -> bool:
-    try:
-        for args, kwargs in _PROBES[name]:
-            got = call_quietly(learner, *[np.array(a, copy=True) for a in args], **kwargs)  # probes stay intact
-            expected = PIECES[name](*args, **kwargs)
-            if isinstance(expected, tuple):
-                if not isinstance(got, (tuple, list)) or len(got) != 2:
-                    return False
-                pairs = zip(got, expected)
-            else:
-                pairs = [(got, expected)]
-            for value, reference_value in pairs:
-                expect_array(name, value, reference_value, kind="b" if reference_value.dtype == np.bool_ else "f")
-    except Exception:  # wrong, unfinished or missing: it will be replaced
-        return False
-    return True
-
-
-def _pieces_for(function: Callable, step: str) -> dict[str, Callable]:
-    """Reference versions of the earlier steps the learner got wrong (or has not written).
-
-    A correct earlier piece is kept, so a learner whose own ``softmax`` takes an
-    extra argument that their attention passes is not penalised; a wrong one is
-    replaced, so its mistake is charged only in its own cell.
-    """
-    order = list(PIECES)
-    earlier = order[: order.index(step)] if step in order else order
-    namespace = getattr(function, "__globals__", {})
-    return {name: PIECES[name] for name in earlier
-            if not (callable(namespace.get(name)) and _agrees_with_reference(name, namespace[name]))}
-
-
-def _call(function: Callable, step: str, *args, **kwargs):
-    """Call a learner's function on copies of its inputs, with wrong earlier steps replaced by the reference.
-
-    Raises
-    ------
-    CheckFailed
-        If the function is the course's reference imported from ``autograder``,
-        or it modified one of its array arguments in place.
-    """
-    if str(getattr(function, "__module__", "")).startswith("autograder"):
-        raise CheckFailed(f"{step} is the course's reference imported from {function.__module__}, not your own code")
-    copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
-    with using_reference_pieces(function, _pieces_for(function, step)):
-        result = call_quietly(function, *copies, **kwargs)
-    for index, (original, used) in enumerate(zip(args, copies)):
-        if isinstance(original, np.ndarray):
-            expect_unchanged(f"(argument {index + 1})", original, used)
-    return result
-
-
-def _expect_order(output, weights, ref_output, ref_weights) -> None:
-    """Name the swapped return value instead of reporting two shape mismatches."""
-    shape = lambda a: getattr(a, "shape", None)  # noqa: E731
-    if shape(output) == ref_weights.shape and shape(weights) == ref_output.shape != ref_weights.shape:
-        raise CheckFailed("the function returned (weights, output); return (output, weights) in that order")
-
-
-def grade_softmax(softmax: Callable, *, logits: Sequence[np.ndarray], batched: np.ndarray,
-                  axis_case: np.ndarray, large: Sequence[np.ndarray], points: float) -> float:
-    """Grade ``softmax(x, axis=-1)``.
-
-    Parameters
-    ----------
-    softmax : callable
-        The learner's function.
-    logits : sequence of ndarray, each 2-D
-        Ordinary mixed-sign logits, softmax over the last axis.
-    batched : ndarray, at least 3-D
-        Logits with leading batch dimensions.
-    axis_case : ndarray, 3-D
-        Checked with ``axis=0`` and ``axis=-2``.
-    large : sequence of ndarray, each 2-D
-        Large logits (size 1e3–1e4; float32 arrays of size ~100), where
-        ``exp`` without max subtraction overflows.
-    points : float
-        The cell's points.
-    """
-    def matches(x, axis=None, what="the probabilities"):
-        kwargs = {} if axis is None else {"axis": axis}
-        got = _call(softmax, "softmax", x, **kwargs)
-        expect_array(what, got, reference.softmax(x, **kwargs))
-
-    def ordinary():
-        for x in logits:
-            matches(x)
-
-    def with_axis():
-        matches(axis_case, axis=0, what="softmax(x, axis=0)")
-        matches(axis_case, axis=-2, what="softmax(x, axis=-2)")
-
-    def stable():
-        for x in large:
-            try:
-                matches(x)
-            except CheckFailed as failure:
-                raise CheckFailed(f"{failure} (logits as large as {float(np.max(np.abs(x))):.0f}; "
-                                  "does your softmax subtract each row's maximum before exp?)") from None
-
-    return run_checks("softmax", [
-        Check("probabilities along the last axis of 2-D arrays", ordinary),
-        Check("leading batch dimensions", lambda: matches(batched)),
-        Check("the axis argument (axis=0 and axis=-2)", with_axis),
-        Check("large logits stay finite (numerical stability)", stable),
-    ], points)
-
-
-def grade_attention_scores(attention_scores: Callable, *, Q: np.ndarray, K: np.ndarray,
-                           Q_batched: np.ndarray, K_batched: np.ndarray, points: float) -> float:
-    """Grade the raw scores ``attention_scores(Q, K, scale=False)`` = Q Kᵀ (step 2).
-
-    ``Q (T_q, d_k)`` and ``K (T_k, d_k)`` with T_q ≠ T_k expose ``K Qᵀ``; the
-    batched pair checks that only the last two axes of K are transposed.
-    Scaling is graded separately by :func:`grade_scaling`.
-    """
-    def shape():
-        got = _call(attention_scores, "attention_scores", Q, K, scale=False)
-        if isinstance(got, np.ndarray) and got.shape == (K.shape[0], Q.shape[0]) != (Q.shape[0], K.shape[0]):
-            raise CheckFailed(f"the scores have shape {got.shape} = (T_k, T_q); rows should be queries: "
-                              f"expected (T_q, T_k) = {(Q.shape[0], K.shape[0])}")
-        expect_array("the scores", got, reference.attention_scores(Q, K, scale=False))
-
-    def batched():
-        got = _call(attention_scores, "attention_scores", Q_batched, K_batched, scale=False)
-        expect_array("the batched scores", got, reference.attention_scores(Q_batched, K_batched, scale=False))
-
-    return run_checks("attention_scores", [
-        Check("Q Kᵀ with shape (T_q, T_k) when T_q ≠ T_k (scale=False)", shape),
-        Check("leading batch dimensions (scale=False)", batched),
-    ], points)
-
-
-def grade_scaling(attention_scores: Callable, *, Q: np.ndarray, K: np.ndarray,
-                  Q_batched: np.ndarray, K_batched: np.ndarray, points: float) -> float:
-    """Grade the scaling ``attention_scores(Q, K, scale=True)`` = Q Kᵀ / √d_k (step 3).
-
-    With d_k > 1 (and not a perfect fourth power of 1) ÷d_k, ×√d_k and no
-    scaling are each off by a factor far outside the tolerance.
-    """
-    def check(Q_, K_, **kwargs):
-        def run():
-            got = _call(attention_scores, "attention_scores", Q_, K_, **kwargs)
-            expected = reference.attention_scores(Q_, K_, scale=True)
-            if isinstance(got, np.ndarray) and got.shape == expected.shape and np.all(np.isfinite(got)):
-                ratio = _scale_ratio(got, expected)
-                if ratio is not None and not np.isclose(ratio, 1.0, rtol=1e-3):
-                    raise CheckFailed(f"the scaled scores are {ratio:.4g} times the correct ones "
-                                      f"(d_k = {Q_.shape[-1]}); scale=True should divide Q Kᵀ by √d_k")
-            expect_array("the scaled scores", got, expected)
-        return run
-
-    return run_checks("scaling by √d_k", [
-        Check("default scale=True divides by √d_k", check(Q, K)),
-        Check("scale=True with leading batch dimensions", check(Q_batched, K_batched, scale=True)),
-    ], points)
-
-
-def _scale_ratio(got: np.ndarray, expected: np.ndarray) -> float | None:
+def _scale_ratio(got, expected) -> float | None:
     """The factor k with got ≈ k · expected, if the two differ only by a constant factor."""
     norm = float(np.vdot(expected, expected))
-    if norm == 0.0:
+    if norm == 0.0 or not np.all(np.isfinite(got)):
         return None
     ratio = float(np.vdot(got, expected)) / norm
     return ratio if np.allclose(got, ratio * expected, rtol=1e-4, atol=1e-9) else None
 
 
-def grade_causal_mask(causal_mask: Callable, *, lengths: Sequence[int], points: float) -> float:
-    """Grade ``causal_mask(T)``: bool ``(T, T)``, True where j ≤ i, for every T in ``lengths``."""
-    def exact():
-        for T in lengths:
-            expect_array(f"causal_mask({T})", _call(causal_mask, "causal_mask", T), reference.causal_mask(T), kind="b")
-
-    return run_checks("causal_mask", [Check(f"causal_mask(T) for T in {list(lengths)}", exact)], points)
-
-
-def grade_scaled_dot_product_attention(
-    scaled_dot_product_attention: Callable, *, cases: Sequence[dict], points: float
-) -> float:
-    """Grade ``scaled_dot_product_attention(Q, K, V, mask=None, scale=True)``.
-
-    Parameters
-    ----------
-    cases : sequence of dict
-        Each has ``description``, ``Q``, ``K``, ``V`` and optionally ``mask``
-        and ``scale``; both the output and the weights are compared.
-    """
-    def case_check(case):
-        def run():
-            kwargs = {key: case[key] for key in ("mask", "scale") if key in case}
-            got = _call(scaled_dot_product_attention, "scaled_dot_product_attention",
-                        case["Q"], case["K"], case["V"], **kwargs)
-            output, weights = expect_pair("scaled_dot_product_attention", got)
-            ref_output, ref_weights = reference.scaled_dot_product_attention(case["Q"], case["K"], case["V"], **kwargs)
-            _expect_order(output, weights, ref_output, ref_weights)
-            expect_array("the weights", weights, ref_weights)
-            expect_array("the output", output, ref_output)
-        return Check(case["description"], run)
-
-    return run_checks("scaled_dot_product_attention", [case_check(case) for case in cases], points)
+def _row_sums(weights: np.ndarray, axis: int = -1) -> list[str]:
+    if not np.all(np.isfinite(weights)):
+        return ["Some values are NaN or infinite: does exp overflow, or is a whole row masked?"]
+    sums = weights.sum(axis=axis)
+    if np.allclose(sums, 1.0, atol=1e-6):
+        return []
+    notes = [f"The values along axis {axis} should sum to 1, but their sums range from "
+             f"{sums.min():.4g} to {sums.max():.4g}."]
+    for other in range(weights.ndim):
+        if other != axis % weights.ndim and np.allclose(weights.sum(axis=other), 1.0, atol=1e-6):
+            notes.append(f"They sum to 1 along axis {other} instead.")
+    return notes
 
 
-def grade_causal_self_attention(causal_self_attention: Callable, *, cases: Sequence[dict], points: float) -> float:
-    """Grade ``causal_self_attention(x, W_q, W_k, W_v, scale=True)``.
-
-    Parameters
-    ----------
-    cases : sequence of dict
-        Each has ``description``, ``x``, ``W_q``, ``W_k``, ``W_v`` and
-        optionally ``scale``.
-    """
-    def case_check(case):
-        def run():
-            args = (case["x"], case["W_q"], case["W_k"], case["W_v"])
-            kwargs = {"scale": case["scale"]} if "scale" in case else {}
-            got = _call(causal_self_attention, "causal_self_attention", *args, **kwargs)
-            output, weights = expect_pair("causal_self_attention", got)
-            ref_output, ref_weights = reference.causal_self_attention(*args, **kwargs)
-            _expect_order(output, weights, ref_output, ref_weights)
-            expect_array("the weights", weights, ref_weights)
-            expect_array("the output", output, ref_output)
-        return Check(case["description"], run)
-
-    return run_checks("causal_self_attention", [case_check(case) for case in cases], points)
+def _scaled(case, got, expected) -> list[str]:
+    if isinstance(got, np.ndarray) and isinstance(expected, np.ndarray):
+        if got.shape == expected.shape[:-2] + expected.shape[:-3:-1] and got.shape != expected.shape:
+            return ["The shape is (T_k, T_q): rows should be queries and columns keys."]
+        if got.shape == expected.shape:
+            ratio = _scale_ratio(got, expected)
+            if ratio is not None and not np.isclose(ratio, 1.0, rtol=1e-3):
+                d_k = case.args[0].shape[-1]
+                return [f"The result is {ratio:.4g} times the correct one (d_k = {d_k})."]
+    return []
 
 
-def grade_attention_entropy(attention_entropy: Callable, *, cases: Sequence[tuple[str, np.ndarray]],
-                            points: float) -> float:
-    """Grade ``attention_entropy(weights)``: nats, 0 · log 0 = 0, one value per row.
+def _softmax(case, got, expected) -> list[str]:
+    if isinstance(got, np.ndarray) and got.shape == expected.shape:
+        return _row_sums(got, case.kwargs.get("axis", -1))
+    return []
 
-    Parameters
-    ----------
-    cases : sequence of (description, weights)
-    """
-    def case_check(description, weights):
-        def run():
-            expect_array("the entropies", _call(attention_entropy, "attention_entropy", weights),
-                         reference.attention_entropy(weights))
-        return Check(description, run)
 
-    return run_checks("attention_entropy", [case_check(d, w) for d, w in cases], points)
+def _weights(case, got, expected) -> list[str]:
+    if not (isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[1], np.ndarray)
+            and got[1].shape == expected[1].shape):
+        return []
+    weights = got[1]
+    notes = _row_sums(weights)
+    mask = case.kwargs.get("mask")
+    if case.function == "causal_self_attention":
+        mask = np.tril(np.ones(weights.shape[-2:], dtype=bool))
+    if mask is not None and np.all(np.isfinite(weights)):
+        leaked = np.broadcast_to(~np.asarray(mask, dtype=bool), weights.shape) & (np.abs(weights) > 1e-9)
+        if leaked.any():
+            first = tuple(int(i) for i in np.argwhere(leaked)[0])
+            notes.append(f"A blocked position has weight {weights[first]:.4g} (index {first}): "
+                         "masked keys must get weight 0.")
+    return notes
+
+
+def _entropy(case, got, expected) -> list[str]:
+    if isinstance(got, np.ndarray) and got.shape == expected.shape:
+        ratio = _scale_ratio(got, expected)
+        if ratio is not None and not np.isclose(ratio, 1.0, rtol=1e-3):
+            return [f"The entropies are {ratio:.4g} times the correct ones: entropy here is in nats (natural log)."]
+    return []
+
+
+# ---- hidden cases, built in the grader from fixed seeds ---------------------------------------------
+
+def _softmax_cases():
+    rng = np.random.default_rng(1706)
+    axis_case = rng.normal(0.0, 3.0, size=(4, 3, 5))
+    return [
+        Case("probabilities along the last axis of a 2-D array", "softmax", (rng.normal(0.0, 3.0, size=(4, 7)),)),
+        Case("float32 logits", "softmax", (rng.normal(0.0, 3.0, size=(3, 5)).astype(np.float32),)),
+        Case("leading batch dimensions", "softmax", (rng.normal(0.0, 3.0, size=(2, 3, 6)),)),
+        Case("softmax(x, axis=0)", "softmax", (axis_case,), {"axis": 0}),
+        Case("softmax(x, axis=-2)", "softmax", (axis_case,), {"axis": -2}),
+        Case("logits of size 1e3–1e4 stay finite (numerical stability)", "softmax",
+             (np.array([[1000.0, 1001.0, 1002.0], [-1e4, 0.0, 1e4]]),)),
+        Case("large random logits stay finite", "softmax", (rng.normal(0.0, 1e3, size=(3, 4)),)),
+        Case("float32 logits of size 100 stay finite", "softmax",
+             (np.array([[100.0, 0.0, -50.0], [90.0, 95.0, 0.0]], dtype=np.float32),)),
+    ]
+
+
+def _qk(seed):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(5, 8)), rng.normal(size=(7, 8)),
+            rng.normal(size=(2, 3, 4, 6)), rng.normal(size=(2, 3, 5, 6)))
+
+
+def _score_cases():
+    Q, K, Qb, Kb = _qk(2017)
+    return [
+        Case("Q Kᵀ with shape (T_q, T_k) when T_q ≠ T_k (scale=False)", "attention_scores", (Q, K), {"scale": False},
+             outputs=("the scores",)),
+        Case("leading batch dimensions (scale=False)", "attention_scores", (Qb, Kb), {"scale": False},
+             outputs=("the scores",)),
+    ]
+
+
+def _scaling_cases():
+    Q, K, Qb, Kb = _qk(1955)
+    return [
+        Case("default scale=True divides by √d_k (d_k = 8)", "attention_scores", (Q, K), outputs=("the scores",)),
+        Case("scale=True with leading batch dimensions (d_k = 6)", "attention_scores", (Qb, Kb), {"scale": True},
+             outputs=("the scores",)),
+    ]
+
+
+def _mask_cases():
+    return [Case(f"causal_mask({T})", "causal_mask", (T,), outputs=("the mask",)) for T in (4, 7, 1, 12)]
+
+
+def _attention_cases():
+    rng = np.random.default_rng(1409)
+
+    def some_mask(shape):
+        m = rng.random(shape) < 0.55
+        m[..., rng.integers(shape[-1])] = True  # every query may attend to at least one key
+        return m
+
+    name = "scaled_dot_product_attention"
+    return [
+        Case("no mask, T_q ≠ T_k, d_v ≠ d_k", name,
+             (rng.normal(0, 1.5, (4, 6)), rng.normal(0, 1.5, (7, 6)), rng.normal(size=(7, 3))), outputs=PAIR),
+        Case("causal mask, T = 6", name,
+             (rng.normal(0, 1.5, (6, 5)), rng.normal(0, 1.5, (6, 5)), rng.normal(size=(6, 4))),
+             {"mask": np.tril(np.ones((6, 6), dtype=bool))}, outputs=PAIR),
+        Case("a (T_q, T_k) mask broadcast over batch dimensions", name,
+             (rng.normal(0, 1.5, (2, 3, 4, 6)), rng.normal(0, 1.5, (2, 3, 5, 6)), rng.normal(size=(2, 3, 5, 2))),
+             {"mask": some_mask((4, 5))}, outputs=PAIR),
+        Case("a per-batch mask with scale=False", name,
+             (rng.normal(size=(2, 4, 8)), rng.normal(size=(2, 6, 8)), rng.normal(size=(2, 6, 3))),
+             {"mask": some_mask((2, 4, 6)), "scale": False}, outputs=PAIR),
+    ]
+
+
+def _self_attention_cases():
+    rng = np.random.default_rng(1017)
+    name = "causal_self_attention"
+    return [
+        Case("T = 5, d_model = 8, d_head = 4", name,
+             (rng.normal(size=(5, 8)), rng.normal(size=(8, 4)), rng.normal(size=(8, 4)), rng.normal(size=(8, 4))),
+             outputs=PAIR),
+        Case("T = 7, d_model = 6, d_head = 3, scale=False", name,
+             (rng.normal(size=(7, 6)), rng.normal(0, 0.5, (6, 3)), rng.normal(0, 0.5, (6, 3)),
+              rng.normal(size=(6, 3))), {"scale": False}, outputs=PAIR),
+    ]
+
+
+def _entropy_cases():
+    rng = np.random.default_rng(1948)
+    rows = np.exp(rng.normal(0, 2, (2, 4, 6)))
+    causal = np.tril(rng.random((5, 5)) + 0.1)
+    name = "attention_entropy"
+    return [
+        Case("random rows with batch dimensions", name, (rows / rows.sum(-1, keepdims=True),),
+             outputs=("the entropies",)),
+        Case("causal rows containing exact zeros", name, (causal / causal.sum(-1, keepdims=True),),
+             outputs=("the entropies",)),
+        Case("one-hot and uniform rows", name, (np.vstack([np.eye(6)[[2, 5]], np.full((2, 6), 1 / 6)]),),
+             outputs=("the entropies",)),
+    ]
+
+
+# ---- worked cases: tiny inputs the visible self-checks show (numbers stored in attention_lab) ------
+
+def _worked_cases():
+    zeros = np.zeros((3, 2))
+    return (
+        Case("softmax of [[0, 0, 0], [1, 2, 3]]", "softmax", (np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]]),)),
+        Case("softmax of [[1000, 1001, 1002]] (large logits)", "softmax", (np.array([[1000.0, 1001.0, 1002.0]]),)),
+        Case("softmax of [[1, 2], [3, 5]] with axis=0", "softmax", (np.array([[1.0, 2.0], [3.0, 5.0]]),), {"axis": 0}),
+        Case("scores of Q = [[1, 0], [0, 1], [1, 1]], K = [[1, 2], [3, 4]], scale=False", "attention_scores",
+             (np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([[1.0, 2.0], [3.0, 4.0]])), {"scale": False},
+             outputs=("the scores",)),
+        Case("scaled scores of q = (2, 0, 0, 0) with keys (2, 0, 0, 0) and (0, 0, 0, 0) (d_k = 4)",
+             "attention_scores", (np.array([[2.0, 0.0, 0.0, 0.0]]), np.array([[2.0, 0.0, 0.0, 0.0], [0.0] * 4])),
+             outputs=("the scores",)),
+        Case("causal_mask(3)", "causal_mask", (3,), outputs=("the mask",)),
+        Case("zero queries and keys, T = 3, causal mask, V = I", "scaled_dot_product_attention",
+             (zeros, zeros, np.eye(3)), {"mask": np.tril(np.ones((3, 3), dtype=bool))}, outputs=PAIR),
+        Case("scores (−2, 7) where key 1 is blocked for query 0 (d_k = 1)", "scaled_dot_product_attention",
+             (np.array([[1.0], [1.0]]), np.array([[-2.0], [7.0]]), np.array([[1.0, 0.0], [0.0, 1.0]])),
+             {"mask": np.array([[True, False], [True, True]])}, outputs=PAIR),
+        Case("x = [[1, 0], [0, 1], [1, 1]] with W_q = W_k = I, W_v = [[1, 2], [3, 4]]", "causal_self_attention",
+             (np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.eye(2), np.eye(2), np.array([[1.0, 2.0], [3.0, 4.0]])),
+             outputs=PAIR),
+        Case("entropy of one-hot, half-half and uniform rows over 3 keys", "attention_entropy",
+             (np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]]),), outputs=("the entropies",)),
+    )
+
+
+ASSIGNMENT = Assignment(
+    name=NAME,
+    notebook="scaled_dot_product_attention.ipynb",
+    reference={
+        "softmax": reference.softmax,
+        "attention_scores": reference.attention_scores,
+        "causal_mask": reference.causal_mask,
+        "scaled_dot_product_attention": reference.scaled_dot_product_attention,
+        "causal_self_attention": reference.causal_self_attention,
+        "attention_entropy": reference.attention_entropy,
+    },
+    steps=(
+        Step("test_softmax", "softmax", _softmax_cases, _softmax),
+        Step("test_attention_scores", "scores", _score_cases, _scaled),
+        Step("test_scaling", "scaling", _scaling_cases, _scaled),
+        Step("test_causal_mask", "mask", _mask_cases),
+        Step("test_scaled_dot_product_attention", "attention", _attention_cases, _weights),
+        Step("test_causal_self_attention", "self_attn", _self_attention_cases, _weights),
+        Step("test_attention_entropy", "entropy", _entropy_cases, _entropy),
+    ),
+    correct=CORRECT,
+    mistakes=MISTAKES,
+    worked_cases=_worked_cases(),
+    example_students={
+        "cai-einsum-and-1e9": Variant("correct, written differently: einsum, −1e9, ~triu",
+                                      {**CORRECT["einsum"].cells, **CORRECT["large_negative_fill"].cells}),
+        "dan-mask-flipped": MISTAKES["mask_flipped"],
+        "eva-diagonal-blocked": MISTAKES["diagonal_blocked"],
+        "fei-softmax-wrong-axis": MISTAKES["softmax_wrong_axis"],
+        "gil-divides-by-d": MISTAKES["scale_by_d"],
+        "hal-no-scaling": MISTAKES["no_scaling"],
+        "ida-mask-with-zero": MISTAKES["mask_with_zero"],
+        "jon-no-max-subtraction": MISTAKES["softmax_no_max_subtraction"],
+        "kay-mask-after-softmax": MISTAKES["mask_after_softmax"],
+    },
+)

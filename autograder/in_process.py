@@ -1,0 +1,62 @@
+"""Grade answers in this process — the model of ``nbgrader autograde`` used to test the tests.
+
+The answers run in a plain namespace instead of a sandboxed kernel, but every
+other part is the real pipeline: the same request data, the same kernel-side
+calls (:func:`attention_lab.probe.collect`), a JSON round trip of the results
+as they would leave the kernel, and the same :class:`~autograder.comparison.Grader`.
+The end-to-end tests check that nbgrader gives the same scores.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from attention_lab import probe, wire
+from autograder.answers import REPO, answer_namespace
+from autograder.comparison import Grader, StepResult
+from autograder.notebook_cells import read, test_cells
+from autograder.spec import Assignment, Variant
+
+_GRADERS: dict[tuple[str, str], Grader] = {}
+
+
+def grader_for(assignment: Assignment, course_dir: Path = REPO) -> Grader:
+    """One :class:`Grader` per assignment and course directory, so the reference's outputs are computed once."""
+    key = (assignment.name, str(Path(course_dir).resolve()))
+    if key not in _GRADERS:
+        _GRADERS[key] = Grader(assignment, course_dir)
+    return _GRADERS[key]
+
+
+def points_of(assignment: Assignment, course_dir: Path = REPO) -> dict[str, float]:
+    """grade_id → points of each autograder-test cell of the source notebook."""
+    nb = read(Path(course_dir) / "source" / assignment.name / assignment.notebook)
+    return {grade_id: points for grade_id, (_, points) in test_cells(nb).items()}
+
+
+def kernel_results(namespace: dict, request: dict) -> dict:
+    """What the kernel would send back for ``request``, after the same JSON round trips."""
+    request = wire.unpack(wire.pack(request))
+    return json.loads(json.dumps(probe.collect(namespace, request)))
+
+
+def grade_answers(assignment: Assignment, cells: dict[str, str], course_dir: Path = REPO) -> dict[str, StepResult]:
+    """Grade the source solution with ``cells`` (solution grade_id → source) replaced.
+
+    Returns
+    -------
+    dict
+        test-cell grade_id → :class:`~autograder.comparison.StepResult`.
+    """
+    grader = grader_for(assignment, course_dir)
+    namespace = answer_namespace(assignment.name, assignment.notebook, cells, course_dir)
+    points = points_of(assignment, course_dir)
+    results = {grade_id: kernel_results(namespace, grader.request(grade_id)) for grade_id in points
+               if grade_id in grader.cases}
+    return grader.grade(results, points)
+
+
+def grade_variant(assignment: Assignment, variant: Variant, course_dir: Path = REPO) -> dict[str, StepResult]:
+    """Grade one answer variant (see :func:`grade_answers`)."""
+    return grade_answers(assignment, dict(variant.cells), course_dir)
