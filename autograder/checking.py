@@ -1,130 +1,18 @@
-"""The machinery behind hidden tests: run a learner's function, compare, score.
+"""Comparing one learner array with the expected one, with a message in plain words.
 
-A hidden-test cell hands the learner's function and some hidden inputs to a
-grading function (see ``autograder.assignment1``). That function builds a list
-of :class:`Check` objects, and :func:`run_checks` runs each one, prints one line
-per check in plain words and returns the partial credit as a plain Python
-``float`` (nbgrader parses the cell's output as the score; a NumPy scalar
-would print as ``np.float64(...)`` under NumPy 2 and be misread as full marks).
+Used by the grader (:mod:`autograder.comparison`) in its own process. The
+message names the first thing that is wrong — type, shape, dtype,
+finiteness, values — and shows only the learner's values, never the
+expected ones.
 """
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
-
-from attention_lab.learner_calls import FunctionTimedOut, call_learner
 
 
 class CheckFailed(AssertionError):
     """A learner's result is wrong; the message says how, in plain words."""
-
-
-@dataclass(frozen=True)
-class Check:
-    """One graded property of a learner's function.
-
-    Attributes
-    ----------
-    description : str
-        What is checked, shown to the learner ("matches the reference on ...").
-    run : callable
-        Called with no arguments; raises :class:`CheckFailed` when the
-        learner's result is wrong. Any other exception the learner's code
-        raises is reported as such.
-    weight : float
-        Relative share of the cell's points.
-    """
-
-    description: str
-    run: Callable[[], None]
-    weight: float = 1.0
-
-
-def run_checks(title: str, checks: list[Check], points: float) -> float:
-    """Run ``checks``, print a report and return the score in ``[0, points]``.
-
-    Parameters
-    ----------
-    title : str
-        Name of the step, printed as the report's heading.
-    checks : list of Check
-        Non-empty; their weights set each check's share of ``points``.
-    points : float
-        The cell's points in nbgrader metadata.
-
-    Returns
-    -------
-    float
-        ``points × (weight passed / total weight)``, rounded to 4 decimals,
-        as a built-in ``float``.
-    """
-    total = sum(check.weight for check in checks)
-    earned = 0.0
-    lines = []
-    for check in checks:
-        try:
-            # The learner may have called np.seterr(all="raise"); the comparison must not depend on it.
-            with np.errstate(all="ignore"):
-                check.run()
-        except CheckFailed as failure:
-            lines.append(f"  ✗ {check.description}: {failure}")
-        except Exception as error:  # the learner's code raised: report it, keep grading
-            lines.append(f"  ✗ {check.description}: your function raised {type(error).__name__}: {error}")
-        else:
-            earned += check.weight
-            lines.append(f"  ✓ {check.description}")
-    score = round(float(points) * earned / total, 4)
-    print(f"{title}: {score:g} / {float(points):g} points")
-    print("\n".join(lines))
-    return float(score)
-
-
-CALL_SECONDS = 3.0  # per call of a learner's function; correct code takes milliseconds on the hidden inputs
-
-
-def call_quietly(function: Callable, *args, **kwargs):
-    """Call a learner's function quietly, for at most :data:`CALL_SECONDS` (see ``call_learner``).
-
-    Raises
-    ------
-    CheckFailed
-        If the function runs longer than :data:`CALL_SECONDS`.
-    """
-    try:
-        return call_learner(function, *args, seconds=CALL_SECONDS, **kwargs)
-    except FunctionTimedOut as timeout:
-        raise CheckFailed(f"your function {timeout}") from None
-
-
-@contextlib.contextmanager
-def using_reference_pieces(function: Callable, pieces: dict[str, Callable]):
-    """Temporarily replace names in a learner function's globals with reference pieces.
-
-    Grading each step on its own: when ``scaled_dot_product_attention`` calls
-    the learner's ``softmax``, a mistake in ``softmax`` would be charged twice.
-    While this context is active the notebook's ``softmax`` (and the other
-    names in ``pieces``) are the reference ones; afterwards the learner's
-    definitions are restored.
-    """
-    namespace = getattr(function, "__globals__", None)
-    if namespace is None:
-        yield
-        return
-    missing = object()
-    saved = {name: namespace.get(name, missing) for name in pieces}
-    namespace.update(pieces)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is missing:
-                namespace.pop(name, None)
-            else:
-                namespace[name] = value
 
 
 def describe(array) -> str:
@@ -180,7 +68,7 @@ def expect_array(
             first = tuple(int(i) for i in wrong[0])
             raise CheckFailed(
                 f"{len(wrong)} of the {got.size} entries of {what} are wrong, "
-                f"first at index {first}: got {bool(got[first])}, expected {bool(expected[first])}"
+                f"first at index {first}: got {bool(got[first])}"
             )
         return
     finite = np.isfinite(got)
@@ -198,16 +86,3 @@ def expect_array(
             f"{int((~close).sum())} of the {got.size} values of {what} are wrong, "
             f"first at index {first}: got {float(got[first]):.6g}"
         )
-
-
-def expect_unchanged(what: str, before: np.ndarray, after: np.ndarray) -> None:
-    """Raise :class:`CheckFailed` if a learner's function modified an input array in place."""
-    if not np.array_equal(before, after, equal_nan=True):
-        raise CheckFailed(f"your function modified its input {what} in place; work on a copy instead")
-
-
-def expect_pair(what: str, got) -> tuple:
-    """Check that a learner's function returned a pair ``(output, weights)`` (a tuple, or a list of two)."""
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailed(f"{what} should return a tuple (output, weights), but it returned {describe(got)}")
-    return tuple(got)

@@ -17,11 +17,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
+
+from autograder import assignments
 
 COURSE_ID = "attention-lab"
 
@@ -83,30 +85,31 @@ def load_into_gradebook(course_dir: Path, assignment: str) -> None:
 
 @dataclass
 class StudentResult:
-    """Scores of one student on one assignment: step → (score, max), or None if not graded."""
+    """Scores of one student on one assignment: step → (score, max), or None if not graded.
+
+    ``named`` lists the known mistakes the grader named (see
+    ``autograder.comparison``); ``note`` is a one-line reason when the
+    submission was not graded or its kernel was stopped.
+    """
 
     student: str
     steps: dict[str, tuple[float, float]] | None
     note: str = ""
+    named: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> float:
         return sum(score for score, _ in self.steps.values()) if self.steps else 0.0
 
 
-_SHORT_NAMES = {
-    "attention_scores": "scores",
-    "causal_mask": "mask",
-    "scaled_dot_product_attention": "attention",
-    "causal_self_attention": "self_attn",
-    "attention_entropy": "entropy",
-}
-
-
-def step_name(grade_id: str) -> str:
-    """Column name for a test cell: ``test_softmax`` → ``softmax``, ``test_causal_mask`` → ``mask``."""
-    name = grade_id.removeprefix("test_")
-    return _SHORT_NAMES.get(name, name)
+def step_name(grade_id: str, assignment: str | None = None) -> str:
+    """Column name for a test cell: the step's title in ``autograder.assignment<N>``, else the grade_id sans ``test_``."""
+    if assignment is not None:
+        try:
+            return assignments.get(assignment).step(grade_id).title
+        except KeyError:
+            pass
+    return grade_id.removeprefix("test_")
 
 
 def submission_problem(course_dir: Path, assignment: str, student: str, notebooks: list[str]) -> str | None:
@@ -173,15 +176,35 @@ def read_results(course_dir: Path, assignment: str, students: list[str],
                     if grade.auto_score is None:  # nbgrader kept the submission but could not run it
                         raise MissingEntry(f"{cell} was not autograded")
                     scores[cell] = (float(grade.score), float(max_score))
-                results.append(StudentResult(student, scores))
+                results.append(StudentResult(student, scores, *_grading_notes(course_dir, assignment, student)))
             except MissingEntry:
                 results.append(StudentResult(student, None, "not graded: nbgrader could not grade it (see grading.log)"))
     return steps, results
 
 
-def format_table(steps: list[str], results: list[StudentResult]) -> str:
-    """Plain-text table: one row per student, one column per step, plus the total."""
-    headers = ["student", *(step_name(s) for s in steps), "total"]
+def _grading_notes(course_dir: Path, assignment: str, student: str) -> tuple[str, list[str]]:
+    """(note, named mistakes) that the grading preprocessors left in the autograded notebooks."""
+    notes, named = [], []
+    for path in sorted((course_dir / "autograded" / student / assignment).glob("*.ipynb")):
+        try:
+            meta = nbformat.read(str(path), as_version=4).metadata.get("attention_lab", {})
+        except Exception:  # noqa: BLE001 — the scores are in the gradebook; notes are a bonus
+            continue
+        execution = meta.get("execution") or {}
+        if execution.get("status") not in (None, "ok"):
+            notes.append(str(execution.get("reason", execution["status"]))[:200])
+        for verdict in (meta.get("grading") or {}).values():
+            named.extend(key for key in verdict.get("named", []) if key not in named)
+    return "; ".join(notes), named
+
+
+def format_table(steps: list[str], results: list[StudentResult], assignment: str | None = None) -> str:
+    """Plain-text table: one row per student, one column per step, the total, and notes.
+
+    The notes column names the known mistakes found and why a kernel was
+    stopped, or why a submission was not graded.
+    """
+    headers = ["student", *(step_name(s, assignment) for s in steps), "total", "notes"]
     maximum = None
     rows = []
     for result in results:
@@ -189,8 +212,9 @@ def format_table(steps: list[str], results: list[StudentResult]) -> str:
             rows.append([result.student, *("–" for _ in steps), result.note])
             continue
         maximum = sum(m for _, m in result.steps.values())
+        notes = "; ".join(filter(None, [result.note, ", ".join(result.named)]))
         rows.append([result.student, *(f"{result.steps[s][0]:g}/{result.steps[s][1]:g}" for s in steps),
-                     f"{result.total:g}/{maximum:g}"])
+                     f"{result.total:g}/{maximum:g}", notes])
     widths = [max(len(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
     lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [headers, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -201,14 +225,30 @@ def write_csv(path: Path, assignment: str, steps: list[str], results: list[Stude
     """Write ``grades.csv``: student, assignment, one score column per step, total, max score, note."""
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", "assignment", *(step_name(s) for s in steps), "total", "max_score", "note"])
+        writer.writerow(["student", "assignment", *(step_name(s, assignment) for s in steps), "total", "max_score",
+                         "note", "mistakes"])
         for result in results:
             if result.steps is None:
-                writer.writerow([result.student, assignment, *("" for _ in steps), "", "", result.note])
+                writer.writerow([result.student, assignment, *("" for _ in steps), "", "", result.note, ""])
             else:
                 maximum = sum(m for _, m in result.steps.values())
                 writer.writerow([result.student, assignment, *(f"{result.steps[s][0]:g}" for s in steps),
-                                 f"{result.total:g}", f"{maximum:g}", result.note])
+                                 f"{result.total:g}", f"{maximum:g}", result.note, " ".join(result.named)])
+
+
+def write_class_csv(path: Path, results: dict[str, tuple[list[str], list[StudentResult]]]) -> None:
+    """Write the class overview ``grades.csv`` (one row per student and assignment) and, beside it,
+    ``grades-<assignment>.csv`` with one column per step (:func:`write_csv`)."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student", "assignment", "total", "max_score", "note", "mistakes"])
+        for assignment, (_, rows) in results.items():
+            for result in rows:
+                maximum = sum(m for _, m in result.steps.values()) if result.steps else None
+                writer.writerow([result.student, assignment, f"{result.total:g}" if result.steps else "",
+                                 f"{maximum:g}" if maximum is not None else "", result.note, " ".join(result.named)])
+    for assignment, (steps, rows) in results.items():
+        write_csv(path.parent / f"grades-{assignment}.csv", assignment, steps, rows)
 
 
 def grade_class(course_dir: Path, assignment: str, students: list[str]) -> tuple[list[str], list[StudentResult]]:
@@ -224,8 +264,8 @@ def grade_class(course_dir: Path, assignment: str, students: list[str]) -> tuple
                 if (problem := submission_problem(course_dir, assignment, student, notebooks))}
     autograde = run_nbgrader(course_dir, "autograde", assignment, "--force", check=False)
     feedback = run_nbgrader(course_dir, "generate_feedback", assignment, "--force", check=False)
-    log = course_dir / "grading.log"
-    log.write_text(autograde.stdout + "\n" + feedback.stdout)
+    with open(course_dir / "grading.log", "a") as log:
+        log.write(f"==== {assignment} ====\n{autograde.stdout}\n{feedback.stdout}\n")
     # The gradebook keeps an earlier run's scores when a re-grade fails: the log says which ones failed.
     for student, reason in autograde_failures(autograde.stdout, assignment).items():
         problems.setdefault(student, reason)
@@ -282,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         out = course_dir / f"grades-{assignment}.csv"
         write_csv(out, assignment, steps, results)
         print(f"\n{assignment}: {len(students)} submission(s)\n")
-        print(format_table(steps, results))
+        print(format_table(steps, results, assignment))
         print(f"\ngrades: {out}\nfeedback: {course_dir / 'feedback'}/<student>/{assignment}/\n"
               f"nbgrader log: {course_dir / 'grading.log'}")
     if not graded_any:

@@ -1,0 +1,312 @@
+"""Hostile and broken submissions, each with what the grader must do about it.
+
+Every case is a real submission folder graded by ``nbgrader autograde`` in
+the same run as honest students (:mod:`autograder.report`): it must not
+crash the run, must not change anyone else's grade, must earn no more than
+its honest part, and must leave a clear one-line reason where it was not
+graded or its kernel was stopped. The submissions are built on assignment 1;
+the defences (sandbox, out-of-kernel comparison, pre-checks) are the same for
+every assignment.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import nbformat
+
+from autograder.notebook_cells import fill_release, nbgrader_meta
+
+ASSIGNMENT = "01_scaled_dot_product_attention"
+NOTEBOOK = "scaled_dot_product_attention.ipynb"
+FULL = 10.0
+# points of the steps before the causal mask's test cell (softmax 2, scores 1, scaling 1)
+BEFORE_MASK = 4.0
+
+
+@dataclass
+class Context:
+    """What a hostile submission is built from."""
+
+    course_dir: Path
+    release_nb: nbformat.NotebookNode
+    solutions: dict[str, str]
+
+
+@dataclass
+class Outcome:
+    """What grading did with one submission."""
+
+    total: float | None  # None: not graded
+    note: str
+    named: list[str]
+    autograded: nbformat.NotebookNode | None
+    feedback: str
+    course_dir: Path
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """A hostile or broken submission and the check of how it was handled.
+
+    ``build(folder, context)`` writes the submission into ``folder``;
+    ``check(outcome)`` returns None when it was handled as required, else what went wrong.
+    """
+
+    description: str
+    build: Callable[[Path, Context], None]
+    check: Callable[[Outcome], str | None]
+
+
+# ---- building submissions ------------------------------------------------------------------------
+
+def _write(folder: Path, context: Context, cells: dict[str, str], edit=None) -> None:
+    nb = fill_release(context.release_nb, {**context.solutions, **cells})
+    if edit is not None:
+        edit(nb)
+    nbformat.write(nb, str(folder / NOTEBOOK))
+
+
+def with_cells(cells: Callable[[Context], dict[str, str]], edit=None):
+    return lambda folder, context: _write(folder, context, cells(context), edit)
+
+
+def prepend(cell: str, code: str):
+    """The correct solution with ``code`` run at the top of solution cell ``cell``."""
+    return with_cells(lambda c: {cell: f"{code}\n{c.solutions[cell]}"})
+
+
+def _drop_test_cells(nb) -> None:
+    nb.cells = [cell for cell in nb.cells if not (nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution"))]
+
+
+def _edit_test_cells(nb) -> None:
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("grade") and not meta.get("solution"):
+            cell.source = f"print('all tests passed')\n{float(meta['points'])}"
+
+
+def _bogus_kernelspec(nb) -> None:
+    nb.metadata["kernelspec"] = {"name": "bash", "display_name": "Bash", "language": "bash"}
+
+
+def _duplicate_solution(nb) -> None:
+    index = next(i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("grade_id") == "causal_mask")
+    nb.cells.insert(index, nbformat.from_dict(nb.cells[index]))
+
+
+def _huge_output(folder: Path, context: Context) -> None:
+    _write(folder, context, {"attention_entropy": "print('x' * 50_000_000)\n" + context.solutions["attention_entropy"]})
+
+
+def _probe_course_dir(context: Context) -> dict[str, str]:
+    """Try to read and write the course directory from inside the kernel; print what happened."""
+    root = context.course_dir
+    targets = [root / "gradebook.db", root / "source" / ASSIGNMENT / NOTEBOOK, root / "nbgrader_config.py",
+               root / "submitted" / "ada-correct" / ASSIGNMENT / NOTEBOOK]
+    code = f"""import os
+for _path in {[str(t) for t in targets]!r}:
+    try:
+        open(_path, 'rb').read(10)
+        print('READ', _path)
+    except Exception as _e:
+        print('DENIED', type(_e).__name__, _path)
+for _path in [{str(root / 'pwned.txt')!r}, {str(root / 'source' / 'pwned.txt')!r}]:
+    try:
+        open(_path, 'w').write('pwned')
+        print('WROTE', _path)
+    except Exception as _e:
+        print('DENIED', type(_e).__name__, _path)
+try:
+    import autograder.reference
+    print('IMPORTED autograder')
+except Exception as _e:
+    print('DENIED', type(_e).__name__, 'import autograder')
+"""
+    return {"softmax": code + context.solutions["softmax"]}
+
+
+# ---- checks ----------------------------------------------------------------------------------------
+
+def graded(at_most: float, at_least: float | None = None, note: str | None = None):
+    """Graded, with a total in [at_least, at_most] and, if given, a note containing ``note``."""
+    low = at_most if at_least is None else at_least
+
+    def check(outcome: Outcome) -> str | None:
+        if outcome.total is None:
+            return f"not graded: {outcome.note}"
+        if not low <= outcome.total <= at_most:
+            return f"total {outcome.total:g}, expected between {low:g} and {at_most:g}"
+        if note and note not in outcome.note:
+            return f"note {outcome.note!r} does not say {note!r}"
+        return None
+    return check
+
+
+def not_graded(words: str):
+    def check(outcome: Outcome) -> str | None:
+        if outcome.total is not None:
+            return f"graded ({outcome.total:g}) but should say why it cannot be"
+        return None if words in outcome.note else f"reason {outcome.note!r} does not say {words!r}"
+    return check
+
+
+def _sandboxed(outcome: Outcome) -> str | None:
+    if outcome.autograded is None:
+        return "no autograded notebook"
+    text = "".join(o.get("text", "") for c in outcome.autograded.cells if c.cell_type == "code" for o in c.outputs)
+    leaks = [line for line in text.splitlines() if line.startswith(("READ", "WROTE", "IMPORTED"))]
+    if leaks:
+        return f"the kernel reached the course directory: {leaks}"
+    if text.count("DENIED") < 7:
+        return "the attempts did not run"
+    if any(outcome.course_dir.joinpath(*p).exists() for p in [("pwned.txt",), ("source", "pwned.txt")]):
+        return "a file was written into the course directory"
+    return graded(FULL)(outcome)
+
+
+def _all_of(*checks):
+    def check(outcome: Outcome) -> str | None:
+        for one in checks:
+            problem = one(outcome)
+            if problem:
+                return problem
+        return None
+    return check
+
+
+def _no_hidden_code_in_feedback(outcome: Outcome) -> str | None:
+    for marker in ("BEGIN HIDDEN TESTS", "grade_step", "_attention_lab_probe", "from autograder"):
+        if marker in outcome.feedback:
+            return f"the feedback contains {marker!r}"
+    return None
+
+
+WRONG_SOFTMAX = "def softmax(x, axis=-1):\n    return np.exp(x) / np.exp(x).sum(axis=0, keepdims=True)\n"
+
+CASES: dict[str, Hostile] = {
+    "infinite-loop": Hostile(
+        "an infinite loop at the top of a solution cell (per-cell timeout)",
+        prepend("causal_mask", "while True:\n    pass"),
+        graded(FULL - 1, BEFORE_MASK)),
+    "loop-catching-interrupts": Hostile(
+        "an infinite loop that catches KeyboardInterrupt (the per-student wall clock kills the kernel)",
+        prepend("causal_mask", "while True:\n    try:\n        while True:\n            pass\n"
+                               "    except BaseException:\n        pass"),
+        graded(BEFORE_MASK, note="wall-clock")),
+    "memory-bomb": Hostile(
+        "allocates 64 GiB (memory limit on the kernel)",
+        prepend("causal_mask", "_bomb = bytearray(64 * 2**30)"),
+        graded(FULL, BEFORE_MASK)),
+    "growing-list": Hostile(
+        "a list that grows until memory runs out",
+        prepend("causal_mask", "_grow = []\nwhile True:\n    _grow.append(bytearray(2**24))"),
+        graded(FULL, BEFORE_MASK)),
+    "sys-exit": Hostile(
+        "calls sys.exit()",
+        prepend("causal_mask", "import sys\nsys.exit()"),
+        graded(FULL, BEFORE_MASK)),
+    "os-exit": Hostile(
+        "calls os._exit(0), ending the kernel",
+        prepend("causal_mask", "import os\nos._exit(0)"),
+        graded(BEFORE_MASK, note="died")),
+    "kill-kernel": Hostile(
+        "kills its own kernel with SIGKILL",
+        prepend("causal_mask", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"),
+        graded(BEFORE_MASK, note="died")),
+    "monkeypatch-numpy": Hostile(
+        "a wrong softmax plus np.allclose/array_equal/testing patched to always agree",
+        with_cells(lambda c: {"softmax": "np.allclose = lambda *a, **k: True\nnp.array_equal = lambda *a, **k: True\n"
+                                         "np.testing.assert_allclose = lambda *a, **k: None\n" + WRONG_SOFTMAX}),
+        graded(FULL - 2, 0)),
+    "monkeypatch-probe": Hostile(
+        "replaces the grading probe with one that sends nothing",
+        with_cells(lambda c: {"softmax": "import attention_lab.probe\nattention_lab.probe.run = lambda *a, **k: None\n"
+                                         + WRONG_SOFTMAX}),
+        graded(0)),
+    "forged-results": Hostile(
+        "replaces the probe's calls with forged 'results' claiming success",
+        with_cells(lambda c: {"softmax": "import attention_lab.probe as _p\n"
+                                         "_p.call_case = lambda ns, case: {'status': 'returned', 'value': True, "
+                                         "'args_after': [], 'warnings': []}\n" + WRONG_SOFTMAX}),
+        graded(0)),
+    "always-equal": Hostile(
+        "returns an object whose __eq__ is always True",
+        with_cells(lambda c: {"causal_mask": "class _Yes:\n    def __eq__(self, other):\n        return True\n"
+                                             "    def __array__(self, *a, **k):\n        raise TypeError('no')\n"
+                                             "def causal_mask(T):\n    return _Yes()"}),
+        graded(FULL - 1)),
+    "hard-coded-self-checks": Hostile(
+        "a causal_mask that returns the visible self-check's 3×3 answer whatever T is",
+        with_cells(lambda c: {"causal_mask": "def causal_mask(T):\n    return np.array([[True, False, False], "
+                                             "[True, True, False], [True, True, True]])"}),
+        graded(FULL - 1, 0)),
+    "reseeds-global-rng": Hostile(
+        "a correct solution that reseeds and replaces NumPy's random generators",
+        prepend("softmax", "np.random.seed(0)\nnp.random.default_rng = lambda *a, **k: None"),
+        graded(FULL)),
+    "rebinds-np": Hostile(
+        "rebinds np in the notebook namespace after defining its functions",
+        with_cells(lambda c: {"attention_entropy": c.solutions["attention_entropy"] + "\nnp = None"}),
+        graded(FULL - 1, 0)),
+    "imports-the-reference": Hostile(
+        "imports the course's reference instead of writing softmax",
+        with_cells(lambda c: {"softmax": "from autograder.reference import softmax"}),
+        graded(FULL - 2, 0)),
+    "reads-course-dir": Hostile(
+        "tries to read the gradebook, the source, the config and another student's notebook, "
+        "to write into the course directory and to import autograder",
+        lambda folder, context: _write(folder, context, _probe_course_dir(context)),
+        _sandboxed),
+    "deleted-test-cells": Hostile(
+        "deletes every autograder-test cell (restored from the gradebook)",
+        with_cells(lambda c: {}, edit=_drop_test_cells),
+        graded(FULL)),
+    "edited-test-cells": Hostile(
+        "replaces every autograder-test cell with 'all tests passed' and full points (restored)",
+        with_cells(lambda c: {"softmax": WRONG_SOFTMAX}, edit=_edit_test_cells),
+        graded(FULL - 2 + 0.5, 0)),
+    "changed-kernelspec": Hostile(
+        "changes the notebook's kernelspec to bash",
+        with_cells(lambda c: {}, edit=_bogus_kernelspec),
+        graded(FULL)),
+    "huge-output": Hostile(
+        "prints 50 MB",
+        _huge_output,
+        _all_of(graded(FULL), _no_hidden_code_in_feedback)),
+    "copied-solution-cell": Hostile(
+        "a copy-pasted solution cell (duplicate grade_id)",
+        with_cells(lambda c: {}, edit=_duplicate_solution),
+        not_graded("copied cells with the same grade_id")),
+    "invalid-json": Hostile(
+        "a notebook file that is not valid JSON",
+        lambda folder, context: (folder / NOTEBOOK).write_text('{"cells": [ this is not json'),
+        not_graded("is not a valid notebook")),
+    "empty-file": Hostile(
+        "an empty notebook file",
+        lambda folder, context: (folder / NOTEBOOK).write_text(""),
+        not_graded("is an empty file")),
+    "missing-notebook": Hostile(
+        "the notebook saved under another name",
+        lambda folder, context: (folder / "scaled_dot_product_attention-Copy1.ipynb").write_text(
+            json.dumps(nbformat.from_dict(context.release_nb))),
+        not_graded("rename it to scaled_dot_product_attention.ipynb")),
+}
+
+
+def build(course_dir: Path, context: Context) -> list[str]:
+    """Write every hostile submission into ``course_dir/submitted/hostile-<key>/``; return the student ids."""
+    students = []
+    for key, case in CASES.items():
+        folder = course_dir / "submitted" / f"hostile-{key}" / ASSIGNMENT
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        case.build(folder, context)
+        students.append(f"hostile-{key}")
+    return students
