@@ -1,12 +1,15 @@
 """Visible self-checks for assignment 1, run by learners on their own functions.
 
-These checks contain no reference implementation: they test properties
-(rows sum to 1, the future has weight 0, ...) and small cases worked out by
-hand, whose expected numbers are written down here, together with the numbers
-that common mistakes produce on the same cases, so that a failure can say
-which mistake it looks like. Each check prints one line per passed test and
-raises :class:`SelfCheckFailed` with a plain-words message at the first
-failure. They award no points: the hidden tests do the grading.
+These checks contain no reference implementation. Each ``check_<function>``
+first runs the function on the assignment's worked cases: small inputs whose
+expected results, and the results each known mistake gives on them, are
+stored as numbers in the package (:mod:`attention_lab.worked`), so a wrong
+result is named as a known mistake with a hint, or described by the property
+it breaks. Then it tests properties in plain words (rows sum to 1, the future
+has weight 0, batch dimensions work, ...) on inputs of its own. Each check
+prints one line per passed test and raises :class:`SelfCheckFailed` with a
+plain-words message at the first failure. They award no points: the hidden
+tests do the grading.
 """
 
 from __future__ import annotations
@@ -16,11 +19,15 @@ from typing import Callable
 
 import numpy as np
 
+from attention_lab import worked
 from attention_lab.learner_calls import call_learner
+from attention_lab.worked import SelfCheckFailed, describe_exception
 
+__all__ = ["SelfCheckFailed", "expect_shapes", "check_softmax", "check_attention_scores", "check_causal_mask",
+           "check_scaled_dot_product_attention", "check_causal_self_attention", "check_attention_entropy",
+           "check_rows_are_weighted_averages", "check_causality", "check_scaling_prevents_saturation"]
 
-class SelfCheckFailed(AssertionError):
-    """A visible self-check failed; the message explains what is wrong."""
+ASSIGNMENT = "01_scaled_dot_product_attention"
 
 
 def _fail(message: str) -> None:
@@ -41,27 +48,20 @@ def _raw(function: Callable, *args, **kwargs):
     return call_learner(function, *args, seconds=CALL_SECONDS, **kwargs)
 
 
-_HINTS = (
-    ("NotImplementedError", "you have not written this function yet"),
-    ("FunctionTimedOut", "look for a loop that never ends"),
-    ("could not be broadcast", "keep the axis you reduce over (keepdims=True) so that the shapes line up"),
-    ("core dimension", "check the shapes you multiply: Q (..., T_q, d_k) @ Kᵀ (..., d_k, T_k); transpose only "
-                       "the last two axes of K (K.T reverses all of them; use np.swapaxes(K, -1, -2))"),
-    ("shapes", "check the shapes you multiply: Q (..., T_q, d_k) @ Kᵀ (..., d_k, T_k)"),
-    ("is not defined", "run the cell that defines it first"),
-)
-
-
 def _quiet(function: Callable, *args, **kwargs):
     """Call the learner's function; an exception becomes one plain-words SelfCheckFailed with a hint."""
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     try:
         return _raw(function, *args, **kwargs)
     except Exception as error:
-        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-        hint = next((h for key, h in _HINTS if key in text), None)
         name = getattr(function, "__name__", "your function")
-        raise SelfCheckFailed(f"{name} raised {text}" + (f" — {hint}" if hint else "")) from None
+        raise SelfCheckFailed(f"{name} raised {describe_exception(error)}") from None
+
+
+def _worked(function_name: str, function: Callable) -> None:
+    """The stored worked cases of ``function_name`` (see :func:`attention_lab.worked.check_worked_cases`)."""
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    worked.check_worked_cases(ASSIGNMENT, function_name, function, seconds=CALL_SECONDS)
 
 
 COURSE_FUNCTIONS = ("softmax", "attention_scores", "causal_mask", "scaled_dot_product_attention",
@@ -169,7 +169,7 @@ def _pair(name: str, result) -> tuple:
 
 # ---------------------------------------------------------------- step 1
 def check_softmax(softmax: Callable) -> None:
-    """Self-check ``softmax(x, axis=-1)`` on hand-worked cases.
+    """Self-check ``softmax(x, axis=-1)``: the worked cases, then probabilities along any axis and float32 logits.
 
     Raises
     ------
@@ -177,104 +177,74 @@ def check_softmax(softmax: Callable) -> None:
         With a message saying what is wrong.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    x = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]])
-    p = _array("softmax(x)", _quiet(softmax, x), (2, 3))
-    if _close(p.sum(axis=0), 1.0) and not _close(p.sum(axis=1), 1.0):
-        _fail("the probabilities sum to 1 down each column instead of along each row: "
-              "use the `axis` argument (default -1, the last axis) for max, exp's sum and the division")
-    if not _close(p.sum(axis=1), 1.0):
-        _fail(f"each row should sum to 1, but the row sums are {np.round(p.sum(axis=1), 4)}")
-    if not _close(p, [[0.09003057, 0.24472847, 0.66524096], [1 / 3, 1 / 3, 1 / 3]]):
-        _fail(f"softmax([[1, 2, 3], [1, 1, 1]]) should be [[0.0900, 0.2447, 0.6652], [0.3333, 0.3333, 0.3333]]; "
-              f"got {np.round(p, 4).tolist()}")
-    _ok("rows sum to 1 and softmax([1, 2, 3]) = [0.090, 0.245, 0.665]")
+    _worked("softmax", softmax)
 
-    columns = _array("softmax(x, axis=0)", _quiet(softmax, np.array([[1.0, 1.0], [2.0, 3.0]]), axis=0), (2, 2))
-    if not _close(columns, [[0.26894142, 0.11920292], [0.73105858, 0.88079708]]):
-        _fail("softmax(x, axis=0) should normalise each column: for [[1, 1], [2, 3]] expected "
-              f"[[0.2689, 0.1192], [0.7311, 0.8808]], got {np.round(columns, 4).tolist()}")
-    _ok("the axis argument is respected")
+    x = np.random.default_rng(0).normal(0.0, 3.0, size=(2, 3, 4))
+    for axis in (-1, 0, 1):
+        p = _array(f"softmax(x, axis={axis}) for x of shape (2, 3, 4)", _quiet(softmax, x, axis=axis), x.shape)
+        if np.any(p < 0) or not np.all(np.isfinite(p)):
+            _fail(f"softmax(x, axis={axis}) has negative, NaN or infinite entries; probabilities are finite and ≥ 0")
+        if not _close(p.sum(axis=axis), 1.0):
+            other = [a for a in range(x.ndim) if a != axis % x.ndim and _close(p.sum(axis=a), 1.0)]
+            _fail(f"softmax(x, axis={axis}) should sum to 1 along axis {axis}"
+                  + (f", but it sums to 1 along axis {other[0]}: use the `axis` argument for the max, the sum and "
+                     "the division" if other else f"; the sums are {np.round(p.sum(axis=axis), 4).tolist()}"))
+    _ok("for a 3-D input and axis = -1, 0 and 1 the probabilities are ≥ 0 and sum to 1 along that axis")
 
-    big = _array("softmax of large logits", _quiet(softmax, np.array([[1000.0, 1001.0, 1002.0]])), (1, 3))
-    if not np.all(np.isfinite(big)):
-        _fail("softmax([1000, 1001, 1002]) contains NaN or inf: exp(1000) overflows. Softmax does not change "
-              "when you subtract the same number from every logit in a row; which number keeps exp small?")
-    if not _close(big, [[0.09003057, 0.24472847, 0.66524096]]):
-        _fail(f"softmax([1000, 1001, 1002]) should equal softmax([0, 1, 2]) = [0.0900, 0.2447, 0.6652]; "
-              f"got {np.round(big, 4).tolist()}")
     single = _quiet(softmax, np.array([[100.0, 0.0]], dtype=np.float32))
     if not (isinstance(single, np.ndarray) and np.all(np.isfinite(single)) and _close(single, [[1.0, 0.0]])):
-        _fail("softmax of float32 logits [100, 0] should be [1, 0] (float32 exp overflows above about 88.7)")
-    _ok("large logits (1000 in float64, 100 in float32) give finite, correct probabilities")
+        _fail("softmax of float32 logits [100, 0] should be [1, 0] (float32 exp overflows above about 88.7); "
+              f"got {worked.show(single)}")
+    _ok("float32 logits of size 100 give finite, correct probabilities")
 
 
 # ---------------------------------------------------------------- step 2
-_Q_HAND = np.array([[2.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]])  # T_q = 2, d_k = 4
-_K_HAND = np.array([[2.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 2.0, 0.0, 0.0]])  # T_k = 3
-_QK_HAND = np.array([[4.0, 0.0, 0.0], [2.0, 0.0, 2.0]])  # Q Kᵀ worked out by hand
-
-
 def check_attention_scores(attention_scores: Callable) -> None:
-    """Self-check ``attention_scores(Q, K, scale=True)`` on a hand-worked case (d_k = 4, so √d_k = 2)."""
+    """Self-check ``attention_scores(Q, K, scale=True)``: the worked cases, the ÷√d_k ratio and batch dimensions."""
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    raw = _quiet(attention_scores, _Q_HAND, _K_HAND, scale=False)
-    if isinstance(raw, np.ndarray) and raw.shape == (3, 2):
-        _fail("the scores have shape (T_k, T_q) = (3, 2): rows must be queries and columns keys, "
-              "so the product is Q times K transposed, not K times Q transposed")
-    raw = _array("attention_scores(Q, K, scale=False)", raw, (2, 3))
-    if not _close(raw, _QK_HAND):
-        _fail(f"with scale=False the scores should be Q Kᵀ = {_QK_HAND.tolist()}, got {np.round(raw, 4).tolist()}")
-    _ok("scale=False gives Q Kᵀ with shape (T_q, T_k)")
+    _worked("attention_scores", attention_scores)
 
-    scaled = _array("attention_scores(Q, K)", _quiet(attention_scores, _Q_HAND, _K_HAND), (2, 3))
-    hints = {
-        "not scaled at all (scale=True should divide by √d_k)": _QK_HAND,
-        "divided by d_k = 4 instead of √d_k = 2": _QK_HAND / 4,
-        "multiplied by √d_k instead of divided": _QK_HAND * 2,
-    }
-    if not _close(scaled, _QK_HAND / 2):
-        for hint, wrong in hints.items():
-            if _close(scaled, wrong):
-                _fail(f"the scaled scores look {hint}: expected {(_QK_HAND / 2).tolist()}, got {scaled.tolist()}")
-        _fail(f"the scaled scores should be Q Kᵀ / √d_k = {(_QK_HAND / 2).tolist()}, got {np.round(scaled, 4).tolist()}")
-    _ok("scale=True divides by √d_k")
+    rng = np.random.default_rng(1)
+    Q, K = rng.normal(size=(2, 9)), rng.normal(size=(3, 9))  # d_k = 9, so √d_k = 3
+    raw = _array("attention_scores(Q, K, scale=False)", _quiet(attention_scores, Q, K, scale=False), (2, 3))
+    scaled = _array("attention_scores(Q, K)", _quiet(attention_scores, Q, K), (2, 3))
+    if not _close(scaled * 3, raw):
+        ratio = float(np.vdot(raw, scaled) / np.vdot(scaled, scaled)) if np.any(scaled) else math.nan
+        _fail(f"with d_k = 9 the scaled scores should be the unscaled ones divided by √d_k = 3; they are divided by "
+              f"{ratio:.4g}" + (" (not scaled at all)" if _close(ratio, 1.0) else ""))
+    _ok("scale=True divides the scores by √d_k, scale=False leaves them as Q Kᵀ")
 
-    batched = _quiet(attention_scores, np.stack([_Q_HAND, -_Q_HAND]), np.stack([_K_HAND, _K_HAND]))
-    batched = _array("attention_scores with a batch of 2", batched, (2, 2, 3))
-    if not _close(batched, np.stack([_QK_HAND / 2, -_QK_HAND / 2])):
+    Q, K = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
+    batched = _array("attention_scores with a batch of 2", _quiet(attention_scores, Q, K), (2, 3, 5))
+    single = [_array(f"attention_scores(Q[{b}], K[{b}])", _quiet(attention_scores, Q[b], K[b]), (3, 5))
+              for b in range(2)]
+    if not _close(batched, np.stack(single)):
         _fail("with a leading batch dimension each batch entry should get its own Q Kᵀ / √d_k; "
               "transpose only the last two axes of K (K.T reverses all of them)")
-    _ok("leading batch dimensions work")
+    _ok("leading batch dimensions work: shape (batch, T_q, T_k)")
 
 
 # ---------------------------------------------------------------- step 3
 def check_causal_mask(causal_mask: Callable) -> None:
     """Self-check ``causal_mask(T)``: True where query i may attend to key j, i.e. j ≤ i."""
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    expected = np.array([[True, False, False], [True, True, False], [True, True, True]])
-    mask = _array("causal_mask(3)", _quiet(causal_mask, 3), (3, 3), kind="b")
-    if np.array_equal(mask, expected.T):
-        _fail("the mask is flipped: query 0 may attend to keys 1 and 2 (the future) and query 2 to nothing "
-              "before it. True should mean 'may attend', for keys j ≤ i")
-    if np.array_equal(mask, ~expected):
-        _fail("the mask is inverted: True should mean 'may attend' (j ≤ i), not 'blocked'")
-    if np.array_equal(mask, np.tril(np.ones((3, 3), bool), -1)):
-        _fail("the diagonal is blocked: each position must be allowed to attend to itself (j = i), "
-              "otherwise query 0 has no key at all")
-    if np.array_equal(mask, np.tril(np.ones((3, 3), bool), 1)):
-        _fail("the mask lets each query see one step into the future (j = i + 1); only j ≤ i is allowed")
-    if not np.array_equal(mask, expected):
-        _fail(f"causal_mask(3) should be {expected.astype(int).tolist()} (1 = True), got {mask.astype(int).tolist()}")
-    one = _array("causal_mask(1)", _quiet(causal_mask, 1), (1, 1), kind="b")
-    if not one[0, 0]:
-        _fail("causal_mask(1) should be [[True]]: a single token attends to itself")
-    _ok("causal_mask(3) = lower triangle including the diagonal, dtype bool")
+    _worked("causal_mask", causal_mask)
+    for T in (1, 5):
+        mask = _array(f"causal_mask({T})", _quiet(causal_mask, T), (T, T), kind="b")
+        i, j = np.indices((T, T))
+        if np.any(mask & (j > i)):
+            _fail(f"causal_mask({T}) lets a query attend to a future key (True at j > i): only j ≤ i is allowed")
+        if not np.all(mask[j <= i]):
+            _fail(f"causal_mask({T}) blocks a key j ≤ i (itself or the past): every query may attend to them")
+    _ok("causal_mask(T) is True exactly where j ≤ i (diagonal included), dtype bool, also for T = 1 and 5")
 
 
 # ---------------------------------------------------------------- step 4
 def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -> None:
-    """Self-check ``scaled_dot_product_attention(Q, K, V, mask=None, scale=True)`` on hand-worked cases."""
+    """Self-check ``scaled_dot_product_attention(Q, K, V, mask=None, scale=True)``: worked cases, then properties."""
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    _worked("scaled_dot_product_attention", scaled_dot_product_attention)
+
     # d_k = 4, q = (2,0,0,0), keys (2,0,0,0) and 0: scores (4, 0), scaled (2, 0).
     q = np.array([[2.0, 0.0, 0.0, 0.0]])
     k = np.array([[2.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
@@ -282,66 +252,43 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -
     out, w = _pair("scaled_dot_product_attention", _quiet(scaled_dot_product_attention, q, k, v))
     w = _array("the weights", w, (1, 2))
     out = _array("the output", out, (1, 3))
-    wrong_scaling = {"not scaled": [0.98201379, 0.01798621], "divided by d_k instead of √d_k": [0.73105858, 0.26894142]}
     if not _close(w, [[0.88079708, 0.11920292]]):
-        for hint, values in wrong_scaling.items():
-            if _close(w, [values]):
-                _fail(f"the weights look {hint}: expected [0.8808, 0.1192], got {np.round(w, 4).tolist()}")
-        _fail(f"for scores (4, 0) with d_k = 4 the weights should be softmax(2, 0) = [0.8808, 0.1192]; "
-              f"got {np.round(w, 4).tolist()} (if the self-checks of softmax and attention_scores pass, "
-              "the problem is in this function)")
+        _fail(f"for scores (4, 0) with d_k = 4 the weights should be softmax(4 / √4, 0) = softmax(2, 0) = "
+              f"[0.8808, 0.1192]; got {np.round(w, 4).tolist()} (if the self-checks of softmax and "
+              "attention_scores pass, the problem is in this function: is `scale` passed on?)")
     if not _close(out, [[0.88079708, 0.11920292, 5.0]]):
         _fail(f"the output should be weights @ V = [0.8808, 0.1192, 5.0], got {np.round(out, 4).tolist()}")
-    _ok("weights = softmax(Q Kᵀ / √d_k) and output = weights @ V")
+    _, w = _pair("scaled_dot_product_attention", _quiet(scaled_dot_product_attention, q, k, v, scale=False))
+    w = _array("the weights with scale=False", w, (1, 2))
+    if not _close(w, [[0.98201379, 0.01798621]]):
+        _fail(f"with scale=False the scores (4, 0) are not divided by √d_k, so the weights should be softmax(4, 0) = "
+              f"[0.9820, 0.0180]; got {np.round(w, 4).tolist()}: is `scale` passed on to attention_scores?")
+    _ok("weights = softmax(Q Kᵀ / √d_k) (without ÷√d_k for scale=False) and output = weights @ V")
 
-    # Scores (−2, +7) with the second key blocked: the blocked key must get weight exactly 0.
-    out, w = _pair("scaled_dot_product_attention", _quiet(
-        scaled_dot_product_attention, np.array([[1.0]]), np.array([[-2.0], [7.0]]), np.array([[1.0], [0.0]]),
-        mask=np.array([[True, False]])))
-    w = _array("the masked weights", w, (1, 2))
-    if _close(w, [[0.11920292, 0.88079708]]):
-        _fail("the blocked key got weight 0.88: setting a blocked score to 0 does not block it (e⁰ = 1). "
-              "Blocked scores must become −inf (or a very large negative number) before the softmax")
-    if _close(w, [[1.23394576e-04, 0.0]]) or (np.all(np.isfinite(w)) and w.sum() < 0.99):
-        _fail("the weights no longer sum to 1: zeroing blocked weights after the softmax leaves each row short; "
-              "mask the scores before the softmax (or renormalise)")
-    if not _close(w, [[1.0, 0.0]]):
-        _fail(f"with scores (−2, 7) and the second key blocked the weights should be [1, 0]; got {np.round(w, 4).tolist()}")
-    _ok("a blocked key gets weight exactly 0")
-
-    # All scores zero, causal mask, T = 3: rows (1,0,0), (½,½,0), (⅓,⅓,⅓).
-    V = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    causal = np.tril(np.ones((3, 3), dtype=bool))
-    out, w = _pair("scaled_dot_product_attention",
-                   _quiet(scaled_dot_product_attention, np.zeros((3, 2)), np.zeros((3, 2)), V, mask=causal))
-    w = _array("the causal weights", w, (3, 3))
-    expected = np.array([[1, 0, 0], [1 / 2, 1 / 2, 0], [1 / 3, 1 / 3, 1 / 3]])
-    if _close(w, expected.T[::-1, ::-1]) or _close(w, [[1 / 3, 1 / 3, 1 / 3], [0, 1 / 2, 1 / 2], [0, 0, 1]]):
-        _fail("queries attend to the future instead of the past: True in the mask means 'may attend'")
-    if not _close(w, expected):
-        _fail(f"with all scores 0 and a causal mask the weights should be rows (1, 0, 0), (½, ½, 0), (⅓, ⅓, ⅓); "
-              f"got {np.round(w, 4).tolist()}")
-    _ok("the mask (True = may attend) is applied to every row")
+    rng = np.random.default_rng(4)
+    Q, K, V = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 2))
+    mask = rng.random((3, 5)) < 0.6
+    mask[:, 0] = True
+    out, w = _pair("scaled_dot_product_attention", _quiet(scaled_dot_product_attention, Q, K, V, mask=mask))
+    if isinstance(out, np.ndarray) and isinstance(w, np.ndarray) and out.shape == (2, 3, 5) and w.shape == (2, 3, 2):
+        _fail("scaled_dot_product_attention returned (weights, output); return (output, weights) in that order")
+    w = _array("the weights for a batch of 2", w, (2, 3, 5))
+    out = _array("the output for a batch of 2", out, (2, 3, 2))
+    if not _close(w.sum(axis=-1), 1.0):
+        _fail(f"each row of the weights should sum to 1; row sums are {np.round(w.sum(axis=-1), 4).tolist()}")
+    if np.any(w[:, ~mask] != 0):
+        _fail("a blocked key (mask False) has a non-zero weight: blocked scores must get weight exactly 0")
+    if not _close(out, w @ V):
+        _fail("the output should be weights @ V")
+    _ok("with a (T_q, T_k) mask broadcast over a batch: shapes (2, 3, 2) and (2, 3, 5), rows sum to 1, "
+        "blocked keys get 0")
 
 
 # ---------------------------------------------------------------- step 5
 def check_causal_self_attention(causal_self_attention: Callable) -> None:
-    """Self-check ``causal_self_attention(x, W_q, W_k, W_v, scale=True)``."""
+    """Self-check ``causal_self_attention(x, W_q, W_k, W_v, scale=True)``: worked case, then shapes and causality."""
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    x = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])  # T = 3, d_model = 3
-    zeros = np.zeros((3, 2))
-    W_v = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])  # d_head = 2
-    out, w = _pair("causal_self_attention", _quiet(causal_self_attention, x, zeros, zeros, W_v))
-    w = _array("the weights", w, (3, 3))
-    out = _array("the output", out, (3, 2))
-    if not _close(w, [[1, 0, 0], [1 / 2, 1 / 2, 0], [1 / 3, 1 / 3, 1 / 3]]):
-        _fail("with W_q = W_k = 0 every score is 0, so the causal weights should be rows (1, 0, 0), (½, ½, 0), "
-              f"(⅓, ⅓, ⅓); got {np.round(w, 4).tolist()}")
-    if not _close(out, [[1, 0], [1 / 2, 1 / 2], [2 / 3, 2 / 3]]):
-        _fail("the output should be weights @ V with V = x @ W_v: rows (1, 0), (½, ½), (⅔, ⅔); "
-              f"got {np.round(out, 4).tolist()}")
-    _ok("Q = x W_q, K = x W_k, V = x W_v, and a causal mask")
-
+    _worked("causal_self_attention", causal_self_attention)
     rng = np.random.default_rng(5)
     x = rng.normal(size=(4, 6))
     W_q, W_k, W_v = (rng.normal(size=(6, 3)) for _ in range(3))
@@ -350,30 +297,25 @@ def check_causal_self_attention(causal_self_attention: Callable) -> None:
     _array("the output", out, (4, 3))
     if np.any(np.abs(np.triu(w, 1)) > 1e-12):
         _fail("some weights above the diagonal are not 0: a query attends to a future key")
-    _ok("shapes (T, d_head) and (T, T) with d_head ≠ d_model, and no weight on the future")
+    if not _close(w.sum(axis=-1), 1.0):
+        _fail(f"each row of the weights should sum to 1; row sums are {np.round(w.sum(axis=-1), 4).tolist()}")
+    _ok("shapes (T, d_head) and (T, T) with d_head ≠ d_model, rows sum to 1, and no weight on the future")
 
 
 # ---------------------------------------------------------------- step 6
 def check_attention_entropy(attention_entropy: Callable) -> None:
-    """Self-check ``attention_entropy(weights)`` in nats with 0 · log 0 = 0."""
+    """Self-check ``attention_entropy(weights)`` in nats with 0 · log 0 = 0: worked case, then shapes and ln n."""
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    weights = np.array([[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0]])
+    _worked("attention_entropy", attention_entropy)
+    weights = np.full((2, 3, 4), 0.25)
     H = _quiet(attention_entropy, weights)
-    if isinstance(H, np.ndarray) and H.shape in {(4,), ()}:
-        _fail(f"attention_entropy should return one value per row (shape (T_q,) = (3,)), got shape {H.shape}: "
-              "sum over the last axis (keys)")
-    H = _array("attention_entropy(weights)", H, (3,))
-    if not np.all(np.isfinite(H)):
-        _fail(f"the entropies contain NaN: 0 · log 0 must count as 0, but 0 * np.log(0) is 0 * (−inf) = NaN; got {H}")
-    expected = np.array([math.log(4), 0.0, math.log(2)])
-    if _close(H, expected / math.log(2)):
-        _fail("the entropies look like bits (log base 2); this course measures entropy in nats (natural log)")
-    if _close(H, -expected):
-        _fail("the entropies are negative: entropy is −Σ w ln w (mind the minus sign)")
-    if not _close(H, expected):
-        _fail(f"rows uniform over 4 keys, one-hot, and uniform over 2 keys should have entropies "
-              f"[ln 4, 0, ln 2] = [1.3863, 0, 0.6931] nats; got {np.round(H, 4).tolist()}")
-    _ok("uniform over n keys → ln n nats, one-hot → 0, and 0 · log 0 counts as 0")
+    if isinstance(H, np.ndarray) and H.shape != (2, 3):
+        _fail(f"attention_entropy should return one value per query row, shape (..., T_q) = (2, 3) for weights of "
+              f"shape (2, 3, 4); got shape {H.shape}: sum over the last axis (keys) only and keep the others")
+    H = _array("attention_entropy of a (2, 3, 4) batch", H, (2, 3))
+    if not _close(H, math.log(4)):
+        _fail(f"rows spread evenly over 4 keys should have entropy ln 4 = 1.3863 nats; got {np.round(H, 4).tolist()}")
+    _ok("one value per query row, with batch dimensions; uniform over n keys → ln n nats")
 
 
 # ---------------------------------------------------------------- step 7: the three facts

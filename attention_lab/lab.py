@@ -35,8 +35,9 @@ def prepare_workspace(course_dir: Path) -> list[Path]:
 def lab_command(course_dir: Path, *extra: str) -> list[str]:
     """The ``jupyter lab`` command line: course folder as root, opening on the start page."""
     jupyter = Path(sys.executable).parent / "jupyter"
+    start = START_PAGE if (course_dir / START_PAGE).exists() else "workspace"  # the student edition has no notebooks/
     return [str(jupyter), "lab", f"--ServerApp.root_dir={course_dir}",
-            f"--LabApp.default_url=/lab/tree/{START_PAGE}", *extra]
+            f"--LabApp.default_url=/lab/tree/{start}", *extra]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,7 +8,7 @@ a verdict — at worst a result fails to arrive, and the step scores 0. The
 grader (``autograder.comparison``) checks the results in its own process.
 
 Each call runs on fresh copies of its inputs, with a time limit, with output
-discarded, under ``np.errstate(all="warn")`` (so a learner's ``np.seterr``
+discarded, under NumPy's default error handling, ``np.errstate(all="warn", under="ignore")`` (so a learner's ``np.seterr``
 does not change NumPy's behaviour) and with warnings recorded (some specs
 forbid them).
 """
@@ -76,7 +76,7 @@ def call_case(namespace: dict, case: dict) -> dict:
     kwargs = {key: wire.decode(value) for key, value in case["kwargs"].items()}
     sink = io.StringIO()
     try:
-        with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn"), \
+        with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn", under="ignore"), \
                 contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), \
                 time_limit(float(case["seconds"])):
             warnings.simplefilter("always")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autograder.notebook_cells import read, solution_cells
+from autograder.notebook_cells import read_json, solution_cells
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,7 +39,7 @@ def run_cell(source: str, namespace: dict):
 
 @functools.lru_cache(maxsize=None)
 def _solutions(notebook_path: str, mtime: float) -> tuple[tuple[str, str], ...]:
-    return tuple(solution_cells(read(notebook_path)).items())
+    return tuple(solution_cells(read_json(notebook_path)).items())
 
 
 def source_solutions(assignment_name: str, notebook: str, course_dir: Path = REPO) -> dict[str, str]:

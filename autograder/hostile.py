@@ -100,6 +100,11 @@ def _duplicate_solution(nb) -> None:
     nb.cells.insert(index, nbformat.from_dict(nb.cells[index]))
 
 
+def _widget_state(nb) -> None:
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {
+        "x": {"model_name": "ImageModel", "state": {"value": "A" * 200_000}}}}}
+
+
 def _huge_output(folder: Path, context: Context) -> None:
     _write(folder, context, {"attention_entropy": "print('x' * 50_000_000)\n" + context.solutions["attention_entropy"]})
 
@@ -178,6 +183,12 @@ def _all_of(*checks):
                 return problem
         return None
     return check
+
+
+def _no_widget_state(outcome: Outcome) -> str | None:
+    if outcome.autograded is None or "widgets" in outcome.autograded.metadata:
+        return "the saved widget state reached the autograded notebook"
+    return None
 
 
 def _no_hidden_code_in_feedback(outcome: Outcome) -> str | None:
@@ -279,6 +290,14 @@ CASES: dict[str, Hostile] = {
         "prints 50 MB",
         _huge_output,
         _all_of(graded(FULL), _no_hidden_code_in_feedback)),
+    "source-notebook-as-is": Hostile(
+        "the instructor's source notebook handed in as it is (its hidden-test lines are replaced, not run)",
+        lambda folder, context: shutil.copy(context.course_dir / "source" / ASSIGNMENT / NOTEBOOK, folder / NOTEBOOK),
+        graded(FULL)),
+    "saved-widget-state": Hostile(
+        "a correct notebook carrying 200 kB of saved widget state (dropped before grading)",
+        with_cells(lambda c: {}, edit=_widget_state),
+        _all_of(graded(FULL), _no_widget_state)),
     "copied-solution-cell": Hostile(
         "a copy-pasted solution cell (duplicate grade_id)",
         with_cells(lambda c: {}, edit=_duplicate_solution),

@@ -15,7 +15,7 @@ from pathlib import Path
 from attention_lab import probe, wire
 from autograder.answers import REPO, answer_namespace
 from autograder.comparison import Grader, StepResult
-from autograder.notebook_cells import read, test_cells
+from autograder.notebook_cells import read_json, test_cells
 from autograder.spec import Assignment, Variant
 
 _GRADERS: dict[tuple[str, str], Grader] = {}
@@ -31,7 +31,7 @@ def grader_for(assignment: Assignment, course_dir: Path = REPO) -> Grader:
 
 def points_of(assignment: Assignment, course_dir: Path = REPO) -> dict[str, float]:
     """grade_id → points of each autograder-test cell of the source notebook."""
-    nb = read(Path(course_dir) / "source" / assignment.name / assignment.notebook)
+    nb = read_json(Path(course_dir) / "source" / assignment.name / assignment.notebook)
     return {grade_id: points for grade_id, (_, points) in test_cells(nb).items()}
 
 

@@ -7,19 +7,30 @@ release" are decided in one place.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
-
-import nbformat
 
 _SOLUTION_BLOCK = re.compile(r"^[ \t]*### BEGIN SOLUTION[ \t]*\n(.*?)^[ \t]*### END SOLUTION[ \t]*\n?",
                              re.MULTILINE | re.DOTALL)
 _HIDDEN_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) HIDDEN TESTS[ \t]*\n?", re.MULTILINE)
 
 
-def read(path: str | Path) -> nbformat.NotebookNode:
-    """Read a notebook (nbformat 4)."""
+def read(path: str | Path):
+    """Read a notebook (nbformat 4) as an ``nbformat.NotebookNode``."""
+    import nbformat  # imported when needed: nbformat's schema validation takes seconds to import
+
     return nbformat.read(str(path), as_version=4)
+
+
+def read_json(path: str | Path) -> dict:
+    """A notebook's raw JSON, without nbformat (fast to import, for the instructor's in-notebook grading)."""
+    with open(path, encoding="utf-8") as handle:
+        nb = json.load(handle)
+    for cell in nb.get("cells", []):
+        if isinstance(cell.get("source"), list):
+            cell["source"] = "".join(cell["source"])
+    return nb
 
 
 def nbgrader_meta(cell) -> dict:
@@ -30,8 +41,8 @@ def nbgrader_meta(cell) -> dict:
 def solution_cells(nb) -> dict[str, str]:
     """``grade_id`` → source of each solution cell, with the solution delimiters removed."""
     return {
-        nbgrader_meta(cell)["grade_id"]: _SOLUTION_BLOCK.sub(r"\1", cell.source)
-        for cell in nb.cells
+        nbgrader_meta(cell)["grade_id"]: _SOLUTION_BLOCK.sub(r"\1", cell["source"])
+        for cell in nb["cells"]
         if nbgrader_meta(cell).get("solution")
     }
 
@@ -39,13 +50,13 @@ def solution_cells(nb) -> dict[str, str]:
 def test_cells(nb) -> dict[str, tuple[str, float]]:
     """``grade_id`` → (source with hidden-test markers removed, points) of each autograded code cell."""
     return {
-        nbgrader_meta(cell)["grade_id"]: (_HIDDEN_MARKERS.sub("", cell.source), float(nbgrader_meta(cell)["points"]))
-        for cell in nb.cells
-        if cell.cell_type == "code" and nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution")
+        nbgrader_meta(cell)["grade_id"]: (_HIDDEN_MARKERS.sub("", cell["source"]), float(nbgrader_meta(cell)["points"]))
+        for cell in nb["cells"]
+        if cell["cell_type"] == "code" and nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution")
     }
 
 
-def fill_release(release_nb, answers: dict[str, str]) -> nbformat.NotebookNode:
+def fill_release(release_nb, answers: dict[str, str]):
     """A copy of a release notebook with solution cells replaced, as a student would submit it.
 
     Parameters
@@ -60,6 +71,8 @@ def fill_release(release_nb, answers: dict[str, str]) -> nbformat.NotebookNode:
     KeyError
         If ``answers`` names a cell that is not a solution cell of the notebook.
     """
+    import nbformat
+
     nb = nbformat.from_dict(release_nb)
     found = set()
     for cell in nb.cells:

@@ -139,11 +139,15 @@ def check_end_to_end(results: dict) -> list[Row]:
 
 def build(course_dir: Path) -> Report:
     """Run every check (the hostile ones with nbgrader in ``course_dir``)."""
+    return build_from(*grade_class_with_hostile(course_dir))
+
+
+def build_from(results: dict, outcomes: dict[str, hostile.Outcome]) -> Report:
+    """The report, given the nbgrader run of :func:`grade_class_with_hostile` (the bank is graded in-process)."""
     report = Report()
     for name, assignment in assignments.all_assignments().items():
         report.correct += [check_correct(name, key, v) for key, v in assignment.correct.items()]
         report.mistakes += [check_mistake(name, key, v) for key, v in assignment.mistakes.items()]
-    results, outcomes = grade_class_with_hostile(course_dir)
     for key, case in hostile.CASES.items():
         outcome = outcomes[key]
         problem = case.check(outcome)

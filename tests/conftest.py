@@ -14,3 +14,17 @@ RELEASE_NB = REPO / "release" / ASSIGNMENT / NOTEBOOK
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def graded_class(tmp_path_factory):
+    """One nbgrader run per assignment: the example class of every assignment plus the hostile submissions.
+
+    Shared by the end-to-end grading tests and the report test, because grading a class is the slow part.
+    Returns (course_dir, results, outcomes) as ``autograder.report.grade_class_with_hostile``.
+    """
+    from autograder import report
+
+    course = tmp_path_factory.mktemp("class")
+    results, outcomes = report.grade_class_with_hostile(course)
+    return course, results, outcomes

@@ -21,21 +21,22 @@ ALL_CHECKS = [
     ("check_scaling_prevents_saturation", ["scaled_dot_product_attention", "attention_entropy"]),
 ]
 
-# mistake → (the self-check that must catch it, words its message must contain)
+# mistake → the self-check that must catch it; its message names the mistake and gives its hint
 DIAGNOSES = {
-    "mask_flipped": ("check_causal_mask", "flipped"),
-    "diagonal_blocked": ("check_causal_mask", "diagonal is blocked"),
-    "one_step_future": ("check_causal_mask", "one step into the future"),
-    "softmax_wrong_axis": ("check_softmax", "down each column"),
-    "softmax_no_max_subtraction": ("check_softmax", "overflows"),
-    "scale_by_d": ("check_attention_scores", "divided by d_k = 4 instead of √d_k"),
-    "no_scaling": ("check_attention_scores", "not scaled at all"),
-    "mask_with_zero": ("check_scaled_dot_product_attention", "setting a blocked score to 0 does not block it"),
-    "mask_after_softmax": ("check_scaled_dot_product_attention", "no longer sum to 1"),
-    "keys_times_queries": ("check_attention_scores", "not K times Q transposed"),
-    "entropy_in_bits": ("check_attention_entropy", "bits"),
-    "self_attention_shares_projection": ("check_causal_self_attention", "V = x @ W_v"),
+    "mask_flipped": "check_causal_mask",
+    "diagonal_blocked": "check_causal_mask",
+    "one_step_future": "check_causal_mask",
+    "softmax_wrong_axis": "check_softmax",
+    "softmax_no_max_subtraction": "check_softmax",
+    "scale_by_d": "check_attention_scores",
+    "no_scaling": "check_attention_scores",
+    "mask_with_zero": "check_scaled_dot_product_attention",
+    "mask_after_softmax": "check_scaled_dot_product_attention",
+    "keys_times_queries": "check_attention_scores",
+    "entropy_in_bits": "check_attention_entropy",
+    "self_attention_shares_projection": "check_causal_self_attention",
 }
+PASSED_LINES = 18  # ✓ lines of all the self-checks on a correct solution
 
 
 def run_all(namespace):
@@ -45,7 +46,7 @@ def run_all(namespace):
 
 def test_reference_passes_every_self_check(capsys):
     run_all(vars(reference))
-    assert capsys.readouterr().out.count("✓") == 16
+    assert capsys.readouterr().out.count("✓") == PASSED_LINES
 
 
 def test_source_solution_passes_every_self_check():
@@ -63,11 +64,41 @@ def test_every_mistake_has_a_diagnosis():
 
 @pytest.mark.parametrize("name", sorted(DIAGNOSES))
 def test_self_check_names_the_mistake(name):
-    check, words = DIAGNOSES[name]
+    check = DIAGNOSES[name]
     namespace = namespace_with({**solution_cells(read(SOURCE_NB)), **MISTAKES[name].cells})
     arguments = dict(ALL_CHECKS)[check]
     with pytest.raises(checks.SelfCheckFailed) as failure:
         getattr(checks, check)(*(namespace[n] for n in arguments))
+    message = str(failure.value)
+    assert f"This looks like a known mistake: {MISTAKES[name].description}. Hint: {MISTAKES[name].hint}" in message
+
+
+@pytest.mark.parametrize("check, answer, words", [
+    ("check_softmax", "def softmax(x, axis=-1):\n    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
+                      "    return e / e.sum(axis=-1, keepdims=True)",
+     "the rows sum to 1 instead of the values along axis 0"),
+    ("check_softmax", "def softmax(x, axis=-1):\n    e = np.exp(x - x.min(axis=axis, keepdims=True))\n"
+                      "    return e / e.sum(axis=axis, keepdims=True)", "float32 logits [100, 0] should be [1, 0]"),
+    ("check_attention_scores", "def attention_scores(Q, K, scale=True):\n"
+                               "    s = np.einsum('qd,kd->qk', Q, K)\n"
+                               "    return s / np.sqrt(Q.shape[-1]) if scale else s",
+     "attention_scores raised ValueError: operand has more dimensions than subscripts"),
+    ("check_causal_mask", "def causal_mask(T):\n    return np.tril(np.ones((T, T), dtype=bool)) if T < 4 else "
+                          "np.ones((T, T), dtype=bool)", "causal_mask(5) lets a query attend to a future key"),
+    ("check_scaled_dot_product_attention",
+     "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+     "    s = attention_scores(Q, K)\n    s = s if mask is None else np.where(mask, s, -np.inf)\n"
+     "    w = softmax(s)\n    return w @ V, w", "is `scale` passed on to attention_scores?"),
+    ("check_attention_entropy", "def attention_entropy(weights):\n    w = weights.reshape(-1, weights.shape[-1])\n"
+                                "    safe = np.where(w > 0, w, 1.0)\n    return -np.sum(w * np.log(safe), axis=-1)",
+     "one value per query row, shape (..., T_q) = (2, 3) for weights of shape (2, 3, 4); got shape (6,)"),
+])
+def test_property_checks_after_the_worked_cases(check, answer, words):
+    """Wrong answers that pass every worked case are caught by the property checks, in plain words."""
+    name = answer.split("(")[0].removeprefix("def ")
+    namespace = namespace_with({**solution_cells(read(SOURCE_NB)), name: answer})
+    with pytest.raises((checks.SelfCheckFailed, ValueError)) as failure:
+        getattr(checks, check)(namespace[name])
     assert words in str(failure.value)
 
 
@@ -142,7 +173,7 @@ def test_raw_numpy_errors_become_plain_hints():
                "attention_scores": "def attention_scores(Q, K, scale=True):\n"
                                    "    s = Q @ K.T\n    return s / np.sqrt(Q.shape[-1]) if scale else s"}
     namespace = namespace_with(answers)
-    with pytest.raises(checks.SelfCheckFailed, match=r"transpose only the last two axes of K"):
+    with pytest.raises(checks.SelfCheckFailed, match=r"transpose only the last two axes"):
         checks.check_attention_scores(namespace["attention_scores"])
     answers["softmax"] = "def softmax(x, axis=-1):\n    e = np.exp(x - x.max(axis=axis))\n    return e / e.sum(axis=axis)"
     namespace = namespace_with(answers)

@@ -9,32 +9,16 @@ solution. They serve two purposes:
   marks exactly on the steps in ``breaks`` (testing the tests);
 * the example class (:mod:`autograder.example_class`) is built from them.
 
-Mistakes follow ``shared/notes/mistakes.md`` (M1–M10).
+Mistakes follow ``shared/notes/mistakes.md`` (M1–M10). Each mistake's ``hint``
+is what a learner reads when their output matches it (in the visible
+self-checks and in the feedback): it names the idea, never the code.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from autograder.spec import Variant
 
-
-@dataclass(frozen=True)
-class Variant:
-    """A set of solution-cell replacements.
-
-    Attributes
-    ----------
-    description : str
-        What the variant does differently, in words.
-    cells : dict of str to str
-        ``grade_id`` of a solution cell → the cell's full replacement source.
-    breaks : frozenset of str
-        ``grade_id`` of each autograder-test cell that must lose points; every
-        other test cell must give full marks.
-    """
-
-    description: str
-    cells: dict[str, str]
-    breaks: frozenset[str] = field(default_factory=frozenset)
+__all__ = ["CORRECT", "MISTAKES", "Variant"]
 
 
 CORRECT = {
@@ -207,46 +191,62 @@ MISTAKES = {
 def causal_mask(T):
     return np.triu(np.ones((T, T), dtype=bool))
 ''',
-    }, frozenset({"test_causal_mask"})),
+    }, frozenset({"test_causal_mask"}),
+        hint=("True in the mask means 'may attend', and query i may attend to keys j ≤ i — itself and the past."
+             ' The allowed entries form the lower triangle (diagonal included); the upper triangle is the '
+             'future.')),
     "diagonal_blocked": Variant("causal mask off by one: the diagonal is blocked", {
         "causal_mask": '''
 def causal_mask(T):
     return np.tril(np.ones((T, T), dtype=bool), k=-1)
 ''',
-    }, frozenset({"test_causal_mask"})),
+    }, frozenset({"test_causal_mask"}),
+        hint=('Each position may attend to itself: the diagonal (key j = query i) belongs to the allowed part '
+              'of the mask, otherwise query 0 has no key at all.')),
     "one_step_future": Variant("causal mask off by one: each query sees one future key", {
         "causal_mask": '''
 def causal_mask(T):
     return np.tril(np.ones((T, T), dtype=bool), k=1)
 ''',
-    }, frozenset({"test_causal_mask"})),
+    }, frozenset({"test_causal_mask"}),
+        hint=('Only keys j ≤ i are allowed; the key right after each query (j = i + 1) is already the future. '
+              'Check the offset of your triangle.')),
     "softmax_wrong_axis": Variant("softmax normalises over the first axis instead of `axis`", {
         "softmax": '''
 def softmax(x, axis=-1):
     e = np.exp(x - np.max(x, axis=0, keepdims=True))
     return e / e.sum(axis=0, keepdims=True)
 ''',
-    }, frozenset({"test_softmax"})),
+    }, frozenset({"test_softmax"}),
+        hint=('Normalise along the `axis` argument (by default the last axis): the maximum, the sum of the '
+              'exponentials and the division must all use that axis, not the first one.')),
     "softmax_no_max_subtraction": Variant("softmax without subtracting the maximum (overflows)", {
         "softmax": '''
 def softmax(x, axis=-1):
     e = np.exp(x)
     return e / e.sum(axis=axis, keepdims=True)
 ''',
-    }, frozenset({"test_softmax"})),
+    }, frozenset({"test_softmax"}),
+        hint=('exp overflows for large logits (above about 709 in float64 and 88.7 in float32), and inf / inf '
+              'is NaN. Softmax does not change when you subtract the same number from every logit along the '
+              'axis — which number keeps every exponent ≤ 0?')),
     "scale_by_d": Variant("scores divided by d_k instead of √d_k", {
         "attention_scores": '''
 def attention_scores(Q, K, scale=True):
     scores = Q @ np.swapaxes(K, -1, -2)
     return scores / Q.shape[-1] if scale else scores
 ''',
-    }, frozenset({"test_scaling"})),
+    }, frozenset({"test_scaling"}),
+        hint=('Divide by the square root of d_k, not by d_k itself: the dot product of two random '
+              'd_k-dimensional vectors has standard deviation √d_k.')),
     "no_scaling": Variant("scores never scaled (the `scale` argument is ignored)", {
         "attention_scores": '''
 def attention_scores(Q, K, scale=True):
     return Q @ np.swapaxes(K, -1, -2)
 ''',
-    }, frozenset({"test_scaling"})),
+    }, frozenset({"test_scaling"}),
+        hint=('When scale is True, divide the scores by √d_k (d_k is the last dimension of Q and K); when it is'
+              ' False, return the raw products. Make sure the `scale` argument is used.')),
     "mask_with_zero": Variant("blocked scores set to 0 instead of −inf", {
         "scaled_dot_product_attention": '''
 def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
@@ -256,7 +256,10 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
     weights = softmax(scores)
     return weights @ V, weights
 ''',
-    }, frozenset({"test_scaled_dot_product_attention"})),
+    }, frozenset({"test_scaled_dot_product_attention"}),
+        hint=('A blocked score set to 0 is still an ordinary score and gets weight e⁰ / Σ. Blocked scores must '
+              'become −inf (or a very large negative number) before the softmax, so that their weight is '
+              'exactly 0.')),
     "mask_after_softmax": Variant("blocked weights zeroed after the softmax, rows not renormalised", {
         "scaled_dot_product_attention": '''
 def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
@@ -265,26 +268,33 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
         weights = np.where(mask, weights, 0.0)
     return weights @ V, weights
 ''',
-    }, frozenset({"test_scaled_dot_product_attention"})),
+    }, frozenset({"test_scaled_dot_product_attention"}),
+        hint=('Zeroing the blocked weights after the softmax leaves each row summing to less than 1. Block the '
+              'scores before the softmax (or renormalise each row afterwards).')),
     "keys_times_queries": Variant("K Qᵀ instead of Q Kᵀ (rows are keys)", {
         "attention_scores": '''
 def attention_scores(Q, K, scale=True):
     scores = K @ np.swapaxes(Q, -1, -2)
     return scores / np.sqrt(Q.shape[-1]) if scale else scores
 ''',
-    }, frozenset({"test_attention_scores", "test_scaling"})),
+    }, frozenset({"test_attention_scores", "test_scaling"}),
+        hint=('Rows of the scores are queries and columns are keys: entry (i, j) is the dot product of query i '
+              'with key j, so the scores have shape (T_q, T_k).')),
     "entropy_in_bits": Variant("entropy with log base 2 (bits, not nats)", {
         "attention_entropy": '''
 def attention_entropy(weights):
     safe = np.where(weights > 0, weights, 1.0)
     return -np.sum(weights * np.log2(safe), axis=-1)
 ''',
-    }, frozenset({"test_attention_entropy"})),
+    }, frozenset({"test_attention_entropy"}),
+        hint='This course measures entropy in nats: use the natural logarithm, not log base 2.'),
     "self_attention_shares_projection": Variant("one projection W_q used for queries, keys and values", {
         "causal_self_attention": '''
 def causal_self_attention(x, W_q, W_k, W_v, scale=True):
     Q = K = V = x @ W_q
     return scaled_dot_product_attention(Q, K, V, mask=causal_mask(x.shape[0]), scale=scale)
 ''',
-    }, frozenset({"test_causal_self_attention"})),
+    }, frozenset({"test_causal_self_attention"}),
+        hint=('Queries, keys and values each have their own projection: Q comes from W_q, K from W_k and V from'
+              ' W_v.')),
 }

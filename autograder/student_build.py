@@ -1,0 +1,137 @@
+"""``make student-env``: the course as students may receive it — no grader, no reference, no solutions.
+
+``python -m autograder.student_build [TARGET]`` writes a self-contained folder
+(default ``dist/attention-lab-student/``) with
+
+* ``attention_lab/`` — the student package (widgets, plots, visible
+  self-checks with their stored worked cases, the grading probe);
+* ``release/`` — the released notebooks;
+* ``pyproject.toml`` / ``environment.yml`` / ``postBuild`` / ``README.md`` that
+  install only ``attention_lab`` and its dependencies, for a pip venv, conda
+  or Binder; ``python -m attention_lab.lab`` opens the course.
+
+Nothing from ``autograder/``, ``source/``, ``notebooks/`` (the self-study
+notebooks run on the reference) or the tests is copied, and the build fails
+if a copied file imports the grader or holds solution markers.
+Push the folder as the students' repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_TARGET = REPO / "dist" / "attention-lab-student"
+
+# the student package's own dependencies (no nbgrader grading side; nbgrader stays for the Validate button)
+DEPENDENCIES = [
+    "numpy>=1.26,<3",
+    "matplotlib>=3.8,<4",
+    "ipywidgets>=8.1,<9",
+    "ipykernel>=6.29,<8",
+    "jupyterlab>=4.2,<5",
+    "nbgrader>=0.9.6,<0.10",
+]
+
+# a line of code importing the grader (also inside a notebook's JSON strings), or solution markers
+FORBIDDEN = re.compile(r'^\s*"?(?:from|import)\s+autograder\b|### BEGIN SOLUTION|### BEGIN HIDDEN TESTS', re.MULTILINE)
+
+PYPROJECT = """[build-system]
+requires = ["setuptools>=77"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "attention-lab-student"
+version = "{version}"
+description = "Attention Lab for students: the notebooks, widgets and self-checks, without the grader."
+requires-python = ">=3.11"
+license = "MIT"
+dependencies = [
+{dependencies}
+]
+
+[tool.setuptools]
+packages = ["attention_lab"]
+
+[tool.setuptools.package-data]
+attention_lab = ["worked_cases/*.json"]
+"""
+
+ENVIRONMENT = """name: attention-lab-student
+channels:
+  - conda-forge
+dependencies:
+  - python=3.11
+  - pip
+{dependencies}
+  - pip:
+      - -e .
+"""
+
+POSTBUILD = """#!/usr/bin/env bash
+set -euo pipefail
+python -c "from pathlib import Path; from attention_lab.lab import prepare_workspace; prepare_workspace(Path.cwd())"
+"""
+
+README = """# Attention Lab — student edition
+
+Implement attention step by step in NumPy: scaled dot-product attention, multi-head attention,
+positional encoding, masks and numerical stability, and incremental decoding with a KV cache.
+
+    python3 -m venv .venv && .venv/bin/pip install -e .
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python -m attention_lab.lab
+
+The second command copies each assignment from `release/` to `workspace/` (your work is never
+overwritten) and opens JupyterLab. Fill in the solution cells, run the self-checks beside them, use
+the Validate button, and hand in the notebooks as your instructor says. With conda or Binder, use
+`environment.yml` (Binder runs `postBuild`, which makes the same `workspace/`).
+"""
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints"))
+
+
+def build(target: Path = DEFAULT_TARGET, repo: Path = REPO) -> Path:
+    """Write the student edition into ``target`` (replacing it).
+
+    Raises
+    ------
+    RuntimeError
+        If a copied file imports ``autograder`` or holds solution / hidden-test markers.
+    """
+    from attention_lab import __version__
+
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    _copy_tree(repo / "attention_lab", target / "attention_lab")
+    _copy_tree(repo / "release", target / "release")
+    dependencies = "\n".join(f'    "{d}",' for d in DEPENDENCIES)
+    (target / "pyproject.toml").write_text(PYPROJECT.format(version=__version__, dependencies=dependencies))
+    (target / "environment.yml").write_text(ENVIRONMENT.format(dependencies="\n".join(f"  - {d}" for d in DEPENDENCIES)))
+    (target / "postBuild").write_text(POSTBUILD)
+    (target / "postBuild").chmod(0o755)
+    (target / "README.md").write_text(README)
+    leaks = [str(path.relative_to(target)) for path in target.rglob("*") if path.is_file()
+             and FORBIDDEN.search(path.read_text(errors="ignore"))]
+    if leaks:
+        raise RuntimeError(f"the student edition would contain grader code or solutions: {', '.join(leaks)}")
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Build the student edition of the course (no grader).")
+    parser.add_argument("target", nargs="?", type=Path, default=DEFAULT_TARGET)
+    args = parser.parse_args(argv)
+    path = build(args.target.resolve())
+    print(f"wrote {path}\n  students: pip install -e {path} && python -m attention_lab.lab")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""`make student-env`: the student edition holds no grader, reference or solutions, and works without them."""
+
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from autograder import student_build
+
+
+@pytest.fixture(scope="module")
+def edition(tmp_path_factory):
+    return student_build.build(tmp_path_factory.mktemp("student") / "attention-lab-student")
+
+
+def test_it_holds_the_student_package_and_the_release_only(edition):
+    assert sorted(p.name for p in edition.iterdir()) == [
+        "README.md", "attention_lab", "environment.yml", "postBuild", "pyproject.toml", "release"]
+    names = {p.name for p in edition.rglob("*")}
+    assert "autograder" not in names and "source" not in names and "reference.py" not in names
+    assert not any("BEGIN SOLUTION" in p.read_text() for p in (edition / "release").rglob("*.ipynb"))
+
+
+def test_it_builds_a_wheel_with_only_attention_lab(edition, tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                    "-w", str(tmp_path), str(edition)], check=True, capture_output=True)
+    wheel = next(tmp_path.glob("attention_lab_student-*.whl"))
+    files = zipfile.ZipFile(wheel).namelist()
+    assert any(f.startswith("attention_lab/worked_cases/") and f.endswith(".json") for f in files)
+    assert all(f.startswith(("attention_lab/", "attention_lab_student-")) for f in files), files
+
+
+def test_the_package_works_where_the_grader_cannot_be_imported(edition):
+    # drop this venv's editable-install finder, so only the edition's folder provides packages of ours
+    code = f"""
+import sys
+sys.meta_path = [f for f in sys.meta_path if "editable" not in str(f).lower()]
+sys.path.insert(0, {str(edition)!r})
+import numpy as np
+import attention_lab.checks, attention_lab.worked, attention_lab.explorer, attention_lab.probe
+assert attention_lab.__file__.startswith({str(edition)!r}), attention_lab.__file__
+try:
+    import autograder
+except ImportError:
+    print("no grader")
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+attention_lab.checks.check_softmax(softmax)
+print("self-check ran")
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=edition.parent)
+    assert result.returncode == 0, result.stderr
+    assert "no grader" in result.stdout and "self-check ran" in result.stdout
