@@ -102,6 +102,8 @@ def _expect(case: Case, name: str, got, expected) -> None:
         if isinstance(got, wire.ArrayFromSubclass):
             raise CheckFailed(f"{name} should be a plain NumPy array, but it is a {got.source_class} "
                               "(a subclass of numpy.ndarray; return np.asarray(...))")
+        if case.exact_dtype and isinstance(got, np.ndarray) and got.dtype != expected.dtype:
+            raise CheckFailed(f"{name} should have dtype {expected.dtype} (the input's), but it has dtype {got.dtype}")
         kind = "b" if expected.dtype == np.bool_ else "i" if expected.dtype.kind in "iu" else "f"
         if kind == "i":
             _expect_integers(name, got, expected)

@@ -78,6 +78,9 @@ class Case:
         Name of the exception the function must raise on these inputs
         ("ValueError"); the case passes when it raises that class or a
         subclass, and fails when it returns.
+    exact_dtype : bool
+        When True, an array result must have exactly the reference's dtype
+        (e.g. float16 in, float16 out), not just the same kind.
     no_warnings : bool
         When True, the case fails if the call emits any Python warning
         (e.g. NumPy's ``RuntimeWarning: invalid value``), for specs that
@@ -92,6 +95,7 @@ class Case:
     rtol: float = 1e-4
     atol: float = 1e-6
     raises: str | None = None
+    exact_dtype: bool = False
     no_warnings: bool = False
 
 
