@@ -64,8 +64,13 @@ def _worked(function_name: str, function: Callable) -> None:
     worked.check_worked_cases(ASSIGNMENT, function_name, function, seconds=CALL_SECONDS)
 
 
+# every function learners write in the course (tests/test_notebooks.py keeps this in step with the grader)
 COURSE_FUNCTIONS = ("softmax", "attention_scores", "causal_mask", "scaled_dot_product_attention",
-                    "causal_self_attention", "attention_entropy")
+                    "causal_self_attention", "attention_entropy", "split_heads", "merge_heads",
+                    "multi_head_attention", "sinusoidal_positional_encoding", "dot_product_by_offset",
+                    "offset_rotation", "self_attention", "add_positions", "permutation_gap", "padding_mask",
+                    "causal_padding_mask", "masked_softmax", "masked_attention", "attend_with_cache",
+                    "decode_incrementally", "attention_cost_per_token")
 
 
 def expect_shapes(function: Callable, shapes: list[tuple[int, ...]], *args, **kwargs) -> None:

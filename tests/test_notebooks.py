@@ -49,6 +49,12 @@ def test_source_metadata_is_consistent(name):
         assert "### BEGIN SOLUTION" in cell.source and "autograder" not in cell.source
 
 
+def test_self_checks_know_every_course_function():
+    from attention_lab.checks import COURSE_FUNCTIONS
+
+    assert set(COURSE_FUNCTIONS) == LEARNER_FUNCTIONS
+
+
 def test_student_package_has_no_reference_implementation():
     for path in (REPO / "attention_lab").rglob("*.py"):
         tree = ast.parse(path.read_text())
