@@ -460,14 +460,15 @@ def _known_mistakes(case: dict, result, error) -> list[dict]:
                                                    atol=case["atol"]) is None:
             matches.append(mistake)
     # a mistake made in the checked function itself comes first
-    return sorted(matches, key=lambda m: case["function"] not in m["cells"])
+    return sorted(matches, key=lambda m: case["function"] not in m.get("functions", m["cells"]))
 
 
 def _mistake_text(case: dict, matches: list[dict]) -> str:
     lines = []
     for mistake in matches:
-        where = "" if case["function"] in mistake["cells"] else \
-            f" (usually made in {', '.join(mistake['cells'])}, which {case['function']} uses)"
+        defined = mistake.get("functions") or mistake["cells"]
+        where = "" if case["function"] in defined else \
+            f" (usually made in {', '.join(defined)}, which {case['function']} uses)"
         lines.append(f"This looks like a known mistake{where}: {mistake['description']}. Hint: {mistake['hint']}")
     return "\n".join(lines)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Callable, Mapping
@@ -138,7 +139,10 @@ def case_data(assignment: Assignment, case: Case, namespaces: Mapping[str, dict]
         if "unstorable" not in outcome and _differs(data, outcome, expected):
             variant = assignment.mistakes[key]
             stored = {"key": key, "description": variant.description, "hint": variant.hint,
-                      "cells": sorted(variant.cells)}
+                      "cells": sorted(variant.cells),
+                      # the functions the mistake's cells define (a pasted cell may define several)
+                      "functions": sorted({name for source in variant.cells.values()
+                                           for name in re.findall(r"^\s*def\s+(\w+)\s*\(", source, re.MULTILINE)})}
             stored.update({"raises": outcome["raises"]} if "raises" in outcome else {"result": outcome["result"]})
             mistakes.append(stored)
     data["mistakes"] = mistakes
