@@ -13,7 +13,7 @@ export PATH := $(BIN):$(PATH)
 # On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install lab test release grade demo clean
+.PHONY: install lab test release grade demo clean sandbox
 
 install: $(STAMP)
 
@@ -28,7 +28,7 @@ lab: $(STAMP)
 	$(BIN)/python -m attention_lab.lab --ServerApp.port=$(LAB_PORT) $(LAB_ARGS)
 
 ## test: the whole test suite
-test: $(STAMP)
+test: $(STAMP) sandbox
 	$(BIN)/python -m pytest
 
 ## release: regenerate release/ from source/ with nbgrader generate_assignment
@@ -36,12 +36,24 @@ release: $(STAMP)
 	$(BIN)/python -m autograder.release $(ASSIGNMENTS)
 
 ## grade: autograde a real class: submitted/<student>/<assignment>/*.ipynb
-grade: $(STAMP)
+grade: $(STAMP) sandbox
 	$(BIN)/python -m autograder.grading $(ASSIGNMENTS)
 
 ## demo: grade the embedded example class in a temporary course directory
-demo: $(STAMP)
+demo: $(STAMP) sandbox
 	$(BIN)/python -m autograder.example_class
+
+## sandbox: bubblewrap (bwrap), in which grading runs learners' notebooks; installed with apt-get when run as root
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing bubblewrap (the grading sandbox) with apt-get ..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	  else \
+	    echo "Grading runs learners' notebooks in a bubblewrap sandbox, but bwrap is not installed." >&2; \
+	    echo "Install it (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap), then run make again." >&2; \
+	    exit 1; \
+	  fi; }
 
 clean:
 	rm -rf $(VENV) demo-output test-artifacts *.egg-info

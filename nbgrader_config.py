@@ -8,6 +8,7 @@ from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import Execute
 
 from autograder.preprocessors import ClearWidgetState, GradeOutsideKernel, InsertProbes
+from autograder.sandbox import SandboxedExecute
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
@@ -30,8 +31,16 @@ c.Autograde.sanitize_preprocessors = (
 _default_autograde = list(Autograde.class_traits()["autograde_preprocessors"].default())
 _execute_at = _default_autograde.index(Execute)
 c.Autograde.autograde_preprocessors = (
-    _default_autograde[:_execute_at] + [InsertProbes, Execute, GradeOutsideKernel] + _default_autograde[_execute_at + 1:]
+    _default_autograde[:_execute_at] + [InsertProbes, SandboxedExecute, GradeOutsideKernel]
+    + _default_autograde[_execute_at + 1:]
 )
+
+# Learners' code runs in a bubblewrap sandbox (autograder/sandbox_kernel.py): no course files, no network,
+# limits on memory, CPU, processes, files and output. Execute's options (timeout, ...) apply to it.
+# The wall clock covers the whole notebook: a loop that catches KeyboardInterrupt ignores the per-cell
+# timeout's interrupt, so the sandbox is killed after this long (a correct notebook takes a few seconds).
+c.SandboxedExecute.wall_clock_limit = 120
+c.SandboxedKernelManager.memory_limit = 2 * 2**30
 
 # Grading: a per-cell limit; a correct cell of assignment 1 runs in well under a second.
 c.Execute.timeout = 30

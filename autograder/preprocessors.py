@@ -105,7 +105,8 @@ class GradeOutsideKernel(NbGraderPreprocessor):
         points = {grade_id: float(nbgrader_meta(cell)["points"]) for grade_id, cell in cells.items()}
         notes = nb.metadata.setdefault("attention_lab", {})
         execution = notes.get("execution") or {}
-        verdicts = grader.grade(results, points, missing_reason=execution.get("reason"))
+        stopped = execution.get("reason") if execution.get("status") not in (None, "ok") else None
+        verdicts = grader.grade(results, points, missing_reason=stopped)
         for grade_id, cell in cells.items():
             verdict = verdicts[grade_id]
             visible = "\n".join(line for line in cell.source.splitlines()

@@ -34,6 +34,15 @@ REPO = Path(__file__).resolve().parent.parent
 REPORT = REPO / "reports" / "grader_report.md"
 
 
+# The report's run uses shorter limits than a real class (nbgrader_config.py: 30 s per cell, 120 s per
+# notebook) so that the runaway submissions end sooner; the mechanisms are the same.
+SHORT_LIMITS = """
+# autograder.report: shorter limits for the runaway hostile submissions
+c.Execute.timeout = 10
+c.SandboxedExecute.wall_clock_limit = 40
+"""
+
+
 @dataclass
 class Row:
     """One line of the report: what was graded, whether it met its goal, and what happened."""
@@ -96,6 +105,8 @@ def grade_class_with_hostile(course_dir: Path) -> tuple[dict, dict[str, hostile.
         hostile case key → :class:`autograder.hostile.Outcome`.
     """
     students = example_class.prepare_course(course_dir)
+    with open(course_dir / "nbgrader_config.py", "a") as config:
+        config.write(SHORT_LIMITS)
     assignment = assignments.get(hostile.ASSIGNMENT)
     context = hostile.Context(course_dir, read(REPO / "release" / assignment.name / assignment.notebook),
                               solution_cells(read(REPO / "source" / assignment.name / assignment.notebook)))
