@@ -13,7 +13,7 @@ export PATH := $(BIN):$(PATH)
 # On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install lab test release grade demo clean sandbox
+.PHONY: install lab test release grade demo report student-env clean sandbox
 
 install: $(STAMP)
 
@@ -42,6 +42,14 @@ grade: $(STAMP) sandbox
 ## demo: grade the embedded example class in a temporary course directory
 demo: $(STAMP) sandbox
 	$(BIN)/python -m autograder.example_class
+
+## report: grade every correct variant, known mistake and hostile submission; write reports/grader_report.md
+report: $(STAMP) sandbox
+	$(BIN)/python -m autograder.report
+
+## student-env: the student edition without the grader, in dist/attention-lab-student/
+student-env: $(STAMP)
+	$(BIN)/python -m autograder.student_build
 
 ## sandbox: bubblewrap (bwrap), in which grading runs learners' notebooks; installed with apt-get when run as root
 sandbox:
