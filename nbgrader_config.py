@@ -7,7 +7,7 @@ Read by `nbgrader` commands run here, by `make release` / `make grade` /
 from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import Execute
 
-from autograder.preprocessors import ClearWidgetState, GradeOutsideKernel, InsertProbes
+from autograder.preprocessors import ClearWidgetState, GradeOutsideKernel, InsertProbes, RestoreDeletedCells
 from autograder.sandbox import SandboxedExecute
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
@@ -20,8 +20,12 @@ c.GenerateAssignment.preprocessors = (
 )
 
 # Grading: a submission's saved widget state (can be megabytes of images) is dropped before it runs.
+# A deleted cell is put back before OverwriteCells runs (nbgrader's own add_missing_cells can raise
+# KeyError and drop the whole submission when the deleted cell follows a read-only cell).
+_sanitize = list(Autograde.class_traits()["sanitize_preprocessors"].default())
+_overwrite_at = next(i for i, p in enumerate(_sanitize) if p.__name__ == "OverwriteCells")
 c.Autograde.sanitize_preprocessors = (
-    list(Autograde.class_traits()["sanitize_preprocessors"].default()) + [ClearWidgetState]
+    _sanitize[:_overwrite_at] + [RestoreDeletedCells] + _sanitize[_overwrite_at:] + [ClearWidgetState]
 )
 
 # Grading happens outside the learner's kernel: InsertProbes swaps each autograder cell's hidden tests

@@ -84,6 +84,10 @@ def _drop_test_cells(nb) -> None:
     nb.cells = [cell for cell in nb.cells if not (nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution"))]
 
 
+def _drop_mask_cells(nb) -> None:
+    nb.cells = [cell for cell in nb.cells if nbgrader_meta(cell).get("grade_id") not in ("causal_mask", "check_causal_mask")]
+
+
 def _edit_test_cells(nb) -> None:
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
@@ -153,6 +157,24 @@ def graded(at_most: float, at_least: float | None = None, note: str | None = Non
     return check
 
 
+def as_honest(cells: Callable[[dict[str, str]], dict[str, str]], note: str | None = None):
+    """Graded exactly as the honest part of the submission, ``cells(solutions)``, graded in-process.
+
+    The honest part leaves out what the submission does to attack the grader, so a hostile
+    submission that gains anything by its attack fails this check.
+    """
+    def check(outcome: Outcome) -> str | None:
+        from autograder import assignments
+        from autograder.answers import source_solutions
+        from autograder.in_process import grade_answers
+
+        assignment = assignments.get(ASSIGNMENT)
+        solutions = source_solutions(ASSIGNMENT, NOTEBOOK)
+        honest = sum(v.score for v in grade_answers(assignment, cells(solutions)).values())
+        return graded(honest, honest, note)(outcome)
+    return check
+
+
 def not_graded(words: str):
     def check(outcome: Outcome) -> str | None:
         if outcome.total is not None:
@@ -198,13 +220,15 @@ def _no_hidden_code_in_feedback(outcome: Outcome) -> str | None:
     return None
 
 
+# the honest part of a submission whose causal_mask cell stops (interrupted, MemoryError, SystemExit)
+NO_CAUSAL_MASK = lambda solutions: {"causal_mask": "# (the cell stopped before defining causal_mask)"}  # noqa: E731
 WRONG_SOFTMAX = "def softmax(x, axis=-1):\n    return np.exp(x) / np.exp(x).sum(axis=0, keepdims=True)\n"
 
 CASES: dict[str, Hostile] = {
     "infinite-loop": Hostile(
         "an infinite loop at the top of a solution cell (per-cell timeout)",
         prepend("causal_mask", "while True:\n    pass"),
-        graded(FULL - 1, BEFORE_MASK)),
+        as_honest(NO_CAUSAL_MASK)),
     "loop-catching-interrupts": Hostile(
         "an infinite loop that catches KeyboardInterrupt (the per-student wall clock kills the kernel)",
         prepend("causal_mask", "while True:\n    try:\n        while True:\n            pass\n"
@@ -213,28 +237,28 @@ CASES: dict[str, Hostile] = {
     "memory-bomb": Hostile(
         "allocates 64 GiB (memory limit on the kernel)",
         prepend("causal_mask", "_bomb = bytearray(64 * 2**30)"),
-        graded(FULL, BEFORE_MASK)),
+        as_honest(NO_CAUSAL_MASK)),
     "growing-list": Hostile(
         "a list that grows until memory runs out",
         prepend("causal_mask", "_grow = []\nwhile True:\n    _grow.append(bytearray(2**24))"),
-        graded(FULL, BEFORE_MASK)),
+        as_honest(NO_CAUSAL_MASK)),
     "sys-exit": Hostile(
         "calls sys.exit()",
         prepend("causal_mask", "import sys\nsys.exit()"),
-        graded(FULL, BEFORE_MASK)),
+        as_honest(NO_CAUSAL_MASK)),
     "os-exit": Hostile(
         "calls os._exit(0), ending the kernel",
         prepend("causal_mask", "import os\nos._exit(0)"),
-        graded(BEFORE_MASK, note="died")),
+        graded(BEFORE_MASK, note="ended the kernel's process")),
     "kill-kernel": Hostile(
         "kills its own kernel with SIGKILL",
         prepend("causal_mask", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"),
-        graded(BEFORE_MASK, note="died")),
+        graded(BEFORE_MASK, note="killed (SIGKILL)")),
     "monkeypatch-numpy": Hostile(
         "a wrong softmax plus np.allclose/array_equal/testing patched to always agree",
         with_cells(lambda c: {"softmax": "np.allclose = lambda *a, **k: True\nnp.array_equal = lambda *a, **k: True\n"
                                          "np.testing.assert_allclose = lambda *a, **k: None\n" + WRONG_SOFTMAX}),
-        graded(FULL - 2, 0)),
+        as_honest(lambda s: {"softmax": WRONG_SOFTMAX})),
     "monkeypatch-probe": Hostile(
         "replaces the grading probe with one that sends nothing",
         with_cells(lambda c: {"softmax": "import attention_lab.probe\nattention_lab.probe.run = lambda *a, **k: None\n"
@@ -251,12 +275,12 @@ CASES: dict[str, Hostile] = {
         with_cells(lambda c: {"causal_mask": "class _Yes:\n    def __eq__(self, other):\n        return True\n"
                                              "    def __array__(self, *a, **k):\n        raise TypeError('no')\n"
                                              "def causal_mask(T):\n    return _Yes()"}),
-        graded(FULL - 1)),
+        as_honest(lambda s: {"causal_mask": "def causal_mask(T):\n    return None"})),
     "hard-coded-self-checks": Hostile(
         "a causal_mask that returns the visible self-check's 3×3 answer whatever T is",
         with_cells(lambda c: {"causal_mask": "def causal_mask(T):\n    return np.array([[True, False, False], "
                                              "[True, True, False], [True, True, True]])"}),
-        graded(FULL - 1, 0)),
+        as_honest(lambda s: {"causal_mask": "def causal_mask(T):\n    return np.tril(np.ones((3, 3), dtype=bool))"})),
     "reseeds-global-rng": Hostile(
         "a correct solution that reseeds and replaces NumPy's random generators",
         prepend("softmax", "np.random.seed(0)\nnp.random.default_rng = lambda *a, **k: None"),
@@ -264,11 +288,11 @@ CASES: dict[str, Hostile] = {
     "rebinds-np": Hostile(
         "rebinds np in the notebook namespace after defining its functions",
         with_cells(lambda c: {"attention_entropy": c.solutions["attention_entropy"] + "\nnp = None"}),
-        graded(FULL - 1, 0)),
+        as_honest(lambda s: {"attention_entropy": "def attention_entropy(weights):\n    raise NameError('np')"})),
     "imports-the-reference": Hostile(
         "imports the course's reference instead of writing softmax",
         with_cells(lambda c: {"softmax": "from autograder.reference import softmax"}),
-        graded(FULL - 2, 0)),
+        as_honest(lambda s: {"softmax": "# (softmax not written)"})),
     "reads-course-dir": Hostile(
         "tries to read the gradebook, the source, the config and another student's notebook, "
         "to write into the course directory and to import autograder",
@@ -278,10 +302,14 @@ CASES: dict[str, Hostile] = {
         "deletes every autograder-test cell (restored from the gradebook)",
         with_cells(lambda c: {}, edit=_drop_test_cells),
         graded(FULL)),
+    "deleted-answer-cell": Hostile(
+        "deletes its causal_mask answer cell and the self-check after it (restored empty, never with the solution)",
+        with_cells(lambda c: {}, edit=_drop_mask_cells),
+        as_honest(NO_CAUSAL_MASK)),
     "edited-test-cells": Hostile(
         "replaces every autograder-test cell with 'all tests passed' and full points (restored)",
         with_cells(lambda c: {"softmax": WRONG_SOFTMAX}, edit=_edit_test_cells),
-        graded(FULL - 2 + 0.5, 0)),
+        as_honest(lambda s: {"softmax": WRONG_SOFTMAX})),
     "changed-kernelspec": Hostile(
         "changes the notebook's kernelspec to bash",
         with_cells(lambda c: {}, edit=_bogus_kernelspec),

@@ -120,3 +120,41 @@ class GradeOutsideKernel(NbGraderPreprocessor):
         notes["grading"] = {grade_id: {"score": v.score, "points": v.points, "named": v.named}
                             for grade_id, v in verdicts.items()}
         return nb, resources
+
+
+class RestoreDeletedCells(NbGraderPreprocessor):
+    """Before ``OverwriteCells``: put back the nbgrader cells a student deleted, where they were.
+
+    nbgrader 0.9's own ``OverwriteCells.add_missing_cells`` raises ``KeyError``
+    when the cell before a deleted one is a read-only cell (it looks the
+    neighbour up among grade cells only), which drops the whole submission.
+    Here every missing cell with nbgrader metadata is inserted after the
+    nearest earlier cell of the source notebook that the submission still has.
+    A deleted autograder or read-only cell comes back as in the source (and
+    ``OverwriteCells`` then restores it from the gradebook); a deleted answer
+    cell comes back empty, never with the solution.
+    """
+
+    def preprocess(self, nb, resources):
+        info = resources.get("nbgrader") or {}
+        notebook = str(info.get("notebook", "")).removesuffix(".ipynb")
+        path = Path(CourseDirectory(config=self.config).root or os.getcwd()) / "source" / str(
+            info.get("assignment")) / f"{notebook}.ipynb"
+        if not path.is_file():
+            return nb, resources
+        source = nbformat.read(str(path), as_version=4)
+        for position, cell in enumerate(source.cells):
+            grade_id = nbgrader_meta(cell).get("grade_id")
+            present = [nbgrader_meta(c).get("grade_id") for c in nb.cells]
+            if not grade_id or grade_id in present:
+                continue
+            restored = nbformat.from_dict(cell)
+            if nbgrader_meta(cell).get("solution"):
+                restored.source = "# (this answer cell was deleted)"
+            if restored.cell_type == "code":
+                restored.outputs, restored.execution_count = [], None
+            earlier = [g for c in source.cells[:position] if (g := nbgrader_meta(c).get("grade_id"))]
+            anchor = next((present.index(g) for g in reversed(earlier) if g in present), -1)
+            nb.cells.insert(anchor + 1, restored)
+            self.log.warning("Cell %s was deleted; restored after cell %d", grade_id, anchor + 1)
+        return nb, resources
