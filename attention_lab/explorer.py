@@ -27,8 +27,6 @@ into that redraw instead of queueing stale ones.
 
 from __future__ import annotations
 
-import asyncio
-import io
 import math
 import os
 from dataclasses import dataclass
@@ -41,10 +39,10 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
-from PIL import Image as PILImage
 
 from attention_lab.learner_calls import call_learner
 from attention_lab.plots import COLORMAP
+from attention_lab.redraw import CoalescedRedraw, image_widget, png_bytes
 
 T_MAX = 512
 D_HEAD_OPTIONS = (1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512)  # ≈ 2^(k/2)
@@ -309,13 +307,10 @@ class AttentionFigure:
         self.canvas.restore_region(self.background)
         for artist in self.animated:
             self.figure.draw_artist(artist)
-        rgba = np.asarray(self.canvas.buffer_rgba())
-        buffer = io.BytesIO()
-        PILImage.fromarray(rgba[..., :3]).save(buffer, format="PNG", compress_level=1)
-        return buffer.getvalue()
+        return png_bytes(self.canvas)
 
 
-class AttentionExplorer:
+class AttentionExplorer(CoalescedRedraw):
     """The widget: controls, the figure as an ``ipywidgets.Image`` and a summary line.
 
     Parameters
@@ -358,7 +353,7 @@ class AttentionExplorer:
                                              tooltip="random seed for the queries, keys and values")
         self.resample = widgets.Button(description="resample", tooltip="draw new random Q, K, V (next seed)")
         self.resample.on_click(lambda _: setattr(self.seed_slider, "value", (self.seed_slider.value + 1) % 100))
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width=f"{FIGURE_SIZE[0] * DPI:.0f}px"))
+        self.image = image_widget(FIGURE_SIZE[0] * DPI)
         self.summary = widgets.HTML()
         controls = [self.T_slider, self.d_slider, self.scale_box, self.causal_box, self.seed_slider]
         self.widget = widgets.VBox([widgets.HBox(controls[:2] + [self.scale_box]),
@@ -370,7 +365,6 @@ class AttentionExplorer:
         self.view: View | None = None
         self.error: str | None = None
         self.redraws = 0
-        self._pending = None
         for control in controls:
             control.observe(self._on_change, names="value")
         self.redraw()
@@ -379,22 +373,6 @@ class AttentionExplorer:
     def settings(self) -> Settings:
         return Settings(self.T_slider.value, self.d_slider.value, self.scale_box.value, self.causal_box.value,
                         self.seed_slider.value)
-
-    def _on_change(self, _change) -> None:
-        if self.sync:
-            self.redraw()
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.redraw()
-            return
-        if self._pending is None:  # later changes before the redraw runs are merged into it
-            self._pending = loop.call_later(0.005, self._flush)
-
-    def _flush(self) -> None:
-        self._pending = None
-        self.redraw()
 
     def _current_inputs(self, seed: int):
         if self._inputs_seed != seed:
@@ -424,11 +402,6 @@ class AttentionExplorer:
             self.summary.value = f"<span style='color:#B00020'>⚠ {error}</span>"
         self.image.value = self.figure.render(settings, self.view, curves)
         self.redraws += 1
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
 
 def explore_attention(attention_fn, mask_fn, entropy_fn, **settings):

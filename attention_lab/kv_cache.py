@@ -22,8 +22,6 @@ reported in one line instead of a plot.
 
 from __future__ import annotations
 
-import asyncio
-import io
 import math
 import numbers
 import os
@@ -34,10 +32,10 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
-from PIL import Image as PILImage
 
 from attention_lab.explorer import latest
 from attention_lab.learner_calls import call_learner
+from attention_lab.redraw import CoalescedRedraw, image_widget, png_bytes
 
 T_OPTIONS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 D_MODEL_OPTIONS = (64, 128, 256, 512, 768, 1024, 2048, 4096)
@@ -196,13 +194,10 @@ class CostFigure:
             ax.set_xlim(1, max(settings.T, 2))
             ax.set_ylim(bottom, top)
         self.canvas.draw()
-        rgba = np.asarray(self.canvas.buffer_rgba())
-        buffer = io.BytesIO()
-        PILImage.fromarray(rgba[..., :3]).save(buffer, format="PNG", compress_level=1)
-        return buffer.getvalue()
+        return png_bytes(self.canvas)
 
 
-class CacheCostExplorer:
+class CacheCostExplorer(CoalescedRedraw):
     """The widget: controls, the figure as an ``ipywidgets.Image`` and a summary line.
 
     Parameters
@@ -246,7 +241,7 @@ class CacheCostExplorer:
         self.log_box = widgets.Checkbox(value=log_scale, description="logarithmic axes", style=style,
                                         tooltip="log-log axes: linear growth is a line of slope 1, quadratic "
                                                 "growth a line of slope 2")
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width=f"{FIGURE_SIZE[0] * DPI:.0f}px"))
+        self.image = image_widget(FIGURE_SIZE[0] * DPI)
         self.summary = widgets.HTML()
         controls = [self.T_slider, self.d_model_slider, self.d_head_slider, self.log_box]
         self.widget = widgets.VBox([widgets.HBox(controls[:2]), widgets.HBox(controls[2:]), self.image,
@@ -255,25 +250,8 @@ class CacheCostExplorer:
         self.view: CostView | None = None
         self.error: str | None = None
         self.redraws = 0
-        self._pending = None
         for control in controls:
             control.observe(self._on_change, names="value")
-        self.redraw()
-
-    def _on_change(self, _change) -> None:
-        if self.sync:
-            self.redraw()
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.redraw()
-            return
-        if self._pending is None:  # later changes before the redraw runs are merged into it
-            self._pending = loop.call_later(0.005, self._flush)
-
-    def _flush(self) -> None:
-        self._pending = None
         self.redraw()
 
     @property
@@ -292,11 +270,6 @@ class CacheCostExplorer:
             self.summary.value = f"<span style='color:#B00020'>⚠ {error}</span>"
         self.image.value = self.figure.render(settings, self.view)
         self.redraws += 1
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
 
 def explore_cache_cost(cost_fn: Callable, **settings):

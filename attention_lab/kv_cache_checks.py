@@ -13,50 +13,21 @@ They award no points; the hidden tests grade.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
 
 from attention_lab.learner_calls import call_learner
-from attention_lab.worked import SelfCheckFailed, check_worked_cases, describe_exception, show
+from attention_lab.self_check import CALL_SECONDS, call as _call, fail as _fail, float_array, ok as _ok
+from attention_lab.worked import SelfCheckFailed, check_worked_cases, show
 
 ASSIGNMENT = "05_kv_cache"
-CALL_SECONDS = 5.0  # a correct answer takes milliseconds on these inputs
 SAME = 1e-12  # "the same numbers": reordered float64 arithmetic differs by about 1e-15 here
 FLOAT32 = 1e-4  # differences of this size come from rounding to float32
 
 
-def _ok(message: str) -> None:
-    print(f"✓ {message}")
-
-
-def _fail(message: str) -> None:
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    raise SelfCheckFailed(message)
-
-
-def _name(function) -> str:
-    return getattr(function, "__name__", "your function")
-
-
-def _call(function: Callable, *args, copy_arrays: bool = True, **kwargs):
-    """Call a learner's function quietly, on copies, with a time limit; an exception becomes one message."""
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    try:
-        return call_learner(function, *args, seconds=CALL_SECONDS, copy_arrays=copy_arrays, **kwargs)
-    except Exception as error:  # noqa: BLE001 — whatever the learner's code raises is reported in words
-        raise SelfCheckFailed(f"{_name(function)} raised {describe_exception(error)}") from None
-
-
-def _array(what: str, value, shape: tuple[int, ...]) -> np.ndarray:
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    if not isinstance(value, np.ndarray):
-        _fail(f"{what} should be a NumPy array of shape {shape}, but it is a {type(value).__name__}")
-    if value.shape != shape:
-        _fail(f"{what} should have shape {shape}, but it has shape {value.shape}")
-    if value.dtype.kind not in "fb":
-        _fail(f"{what} should be a floating-point array, but its dtype is {value.dtype}")
-    return value
+_array = functools.partial(float_array, sep=", but ", kinds="fb")
 
 
 def _triple(value, what: str) -> tuple:

@@ -23,7 +23,6 @@ picked up. One Agg figure is kept and redrawn in place, and shown as an
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import os
@@ -38,11 +37,11 @@ from matplotlib.colors import Normalize, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
-from PIL import Image as PILImage
 
 from attention_lab.explorer import latest
 from attention_lab.learner_calls import time_limit
 from attention_lab.plots import COLORMAP
+from attention_lab.redraw import CoalescedRedraw, image_widget, png_bytes
 
 B = 3  # sequences in the batch: enough for "full", "padded" and "empty" side by side
 T_MAX = 24
@@ -317,10 +316,7 @@ class MaskingFigure:
         self.canvas.restore_region(self.background)
         for artist in self.animated:
             self.figure.draw_artist(artist)
-        buffer = io.BytesIO()
-        PILImage.fromarray(np.asarray(self.canvas.buffer_rgba())[..., :3]).save(buffer, format="PNG",
-                                                                                compress_level=1)
-        return buffer.getvalue()
+        return png_bytes(self.canvas)
 
 
 def fill_table(dtype: str) -> str:
@@ -331,7 +327,7 @@ def fill_table(dtype: str) -> str:
             f"<tr><td>largest x with finite e^x</td><td><code>{overflow_threshold(dtype):.6g}</code></td></tr></table>")
 
 
-class MaskingExplorer:
+class MaskingExplorer(CoalescedRedraw):
     """The widget: controls, the figure as an ``ipywidgets.Image``, a summary line and the fill table.
 
     Parameters
@@ -391,7 +387,7 @@ class MaskingExplorer:
                                                     tooltip="standard deviation of the random scores (log-spaced)")
         self.seed_slider = widgets.IntSlider(value=seed, min=0, max=99, description="seed", style=style,
                                              tooltip="random seed for the scores")
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width=f"{FIGURE_SIZE[0] * DPI:.0f}px"))
+        self.image = image_widget(FIGURE_SIZE[0] * DPI)
         self.summary = widgets.HTML()
         self.table = widgets.HTML(fill_table(dtype))
         self.widget = widgets.VBox([
@@ -404,8 +400,6 @@ class MaskingExplorer:
         self.view: View | None = None
         self.error: str | None = None
         self.redraws = 0
-        self._pending = None
-        self._adjusting = False
         self.T_slider.observe(self._on_T, names="value")
         for control in (*self.length_sliders, self.causal_box, self.dtype_buttons, self.logit_slider,
                         self.seed_slider):
@@ -419,31 +413,10 @@ class MaskingExplorer:
                         self.dtype_buttons.value, self.logit_slider.value, self.seed_slider.value)
 
     def _on_T(self, change) -> None:
-        self._adjusting = True  # the length sliders follow T; one redraw for the whole change
-        try:
+        with self._adjusting_controls():  # the length sliders follow T; one redraw for the whole change
             for slider in self.length_sliders:
                 slider.max = change["new"]
-        finally:
-            self._adjusting = False
         self._on_change(change)
-
-    def _on_change(self, _change) -> None:
-        if self._adjusting:
-            return
-        if self.sync:
-            self.redraw()
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.redraw()
-            return
-        if self._pending is None:  # later changes before the redraw runs are merged into it
-            self._pending = loop.call_later(0.005, self._flush)
-
-    def _flush(self) -> None:
-        self._pending = None
-        self.redraw()
 
     def _scores(self, seed: int) -> np.ndarray:
         if self._base_seed != seed:
@@ -463,11 +436,6 @@ class MaskingExplorer:
         self.table.value = fill_table(settings.dtype)
         self.image.value = self.figure.render(settings, self.view, self.error)
         self.redraws += 1
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
 
 def explore_masking(padding_fn, causal_padding_fn, softmax_fn, **settings):

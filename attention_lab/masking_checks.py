@@ -19,19 +19,10 @@ from typing import Callable
 import numpy as np
 
 from attention_lab.learner_calls import FunctionTimedOut, time_limit
+from attention_lab.self_check import CALL_SECONDS, fail as _fail, learner_name, ok as _ok
 from attention_lab.worked import SelfCheckFailed, check_worked_cases, describe_exception, show
 
 ASSIGNMENT = "04_masks_and_stability"
-CALL_SECONDS = 5.0  # a correct answer takes milliseconds on these inputs
-
-
-def _fail(message: str) -> None:
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    raise SelfCheckFailed(message)
-
-
-def _ok(message: str) -> None:
-    print(f"✓ {message}")
 
 
 def _call(function: Callable, *args, **kwargs) -> tuple[object, list[str]]:
@@ -44,7 +35,7 @@ def _call(function: Callable, *args, **kwargs) -> tuple[object, list[str]]:
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
     sink = io.StringIO()
-    name = getattr(function, "__name__", "your function")
+    name = learner_name(function)
     try:
         with warnings.catch_warnings(record=True) as caught, \
                 np.errstate(over="warn", divide="warn", invalid="warn", under="ignore"), \

@@ -32,8 +32,6 @@ changed artists drawn on top; one PNG encode per redraw.
 
 from __future__ import annotations
 
-import asyncio
-import io
 import math
 import os
 from dataclasses import dataclass
@@ -47,11 +45,11 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
-from PIL import Image as PILImage
 
 from attention_lab.explorer import ExplorerError, latest
 from attention_lab.learner_calls import call_learner
 from attention_lab.plots import COLORMAP
+from attention_lab.redraw import CoalescedRedraw, image_widget, png_bytes
 
 D_MODEL = 64
 N_HEADS_OPTIONS = (1, 2, 4, 8, 16)  # the divisors of D_MODEL that leave d_head ≥ 4
@@ -399,13 +397,10 @@ class MultiHeadFigure:
         self.canvas.restore_region(self.background)
         for artist in self.animated:
             self.figure.draw_artist(artist)
-        rgba = np.asarray(self.canvas.buffer_rgba())
-        buffer = io.BytesIO()
-        PILImage.fromarray(rgba[..., :3]).save(buffer, format="PNG", compress_level=1)
-        return buffer.getvalue()
+        return png_bytes(self.canvas)
 
 
-class MultiHeadExplorer:
+class MultiHeadExplorer(CoalescedRedraw):
     """The widget: controls, the figure as an ``ipywidgets.Image`` and a summary line.
 
     Parameters
@@ -458,7 +453,7 @@ class MultiHeadExplorer:
                                              tooltip="random seed for the tokens x and the projections W")
         self.resample = widgets.Button(description="resample", tooltip="draw new random x and W (next seed)")
         self.resample.on_click(lambda _: setattr(self.seed_slider, "value", (self.seed_slider.value + 1) % 100))
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width=f"{FIGURE_SIZE[0] * DPI:.0f}px"))
+        self.image = image_widget(FIGURE_SIZE[0] * DPI)
         self.summary = widgets.HTML()
         self.widget = widgets.VBox([widgets.HBox([self.T_slider, self.heads_slider, self.head_slider]),
                                     widgets.HBox([self.causal_box, self.seed_slider, self.resample]),
@@ -468,8 +463,6 @@ class MultiHeadExplorer:
         self.view: View | None = None
         self.error: str | None = None
         self.redraws = 0
-        self._pending = None
-        self._adjusting = False
         self.heads_slider.observe(self._on_heads, names="value")
         for control in (self.T_slider, self.head_slider, self.causal_box, self.seed_slider):
             control.observe(self._on_change, names="value")
@@ -482,31 +475,10 @@ class MultiHeadExplorer:
 
     def _on_heads(self, change) -> None:
         # Keep the selected head in range; the head slider's own change must not trigger a second redraw.
-        self._adjusting = True
-        try:
+        with self._adjusting_controls():
             self.head_slider.value = min(self.head_slider.value, change["new"] - 1)
             self.head_slider.max = change["new"] - 1
-        finally:
-            self._adjusting = False
         self._on_change(change)
-
-    def _on_change(self, _change) -> None:
-        if self._adjusting:
-            return
-        if self.sync:
-            self.redraw()
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.redraw()
-            return
-        if self._pending is None:  # later changes before the redraw runs are merged into it
-            self._pending = loop.call_later(0.005, self._flush)
-
-    def _flush(self) -> None:
-        self._pending = None
-        self.redraw()
 
     def _current_inputs(self, seed: int):
         if self._inputs_seed != seed:
@@ -525,11 +497,6 @@ class MultiHeadExplorer:
             self.summary.value = f"<span style='color:#B00020'>⚠ {error}</span>"
         self.image.value = self.figure.render(settings, self.view)
         self.redraws += 1
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
 
 def explore_multi_head(attention_fn: Callable, entropy_fn: Callable, **settings):

@@ -19,40 +19,10 @@ from typing import Callable
 import numpy as np
 
 from attention_lab.learner_calls import call_learner
+from attention_lab.self_check import CALL_SECONDS, call as _call, fail as _fail, float_array as _array, ok as _ok
 from attention_lab.worked import SelfCheckFailed, check_worked_cases, describe_exception, show
 
 ASSIGNMENT = "02_multi_head_attention"
-CALL_SECONDS = 5.0  # a correct answer takes milliseconds on these inputs
-
-
-def _fail(message: str) -> None:
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    raise SelfCheckFailed(message)
-
-
-def _ok(message: str) -> None:
-    print(f"✓ {message}")
-
-
-def _call(function: Callable, *args, **kwargs):
-    """The learner's function on copies of the inputs, quietly; an exception becomes one plain-words failure."""
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    try:
-        return call_learner(function, *args, seconds=CALL_SECONDS, copy_arrays=True, **kwargs)
-    except Exception as error:  # noqa: BLE001 — any failure of learners' code becomes a message
-        name = getattr(function, "__name__", "your function")
-        raise SelfCheckFailed(f"{name} raised {describe_exception(error)}") from None
-
-
-def _array(what: str, value, shape: tuple[int, ...]) -> np.ndarray:
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    if not isinstance(value, np.ndarray):
-        _fail(f"{what} should be a NumPy array of shape {shape}; it is a {type(value).__name__}")
-    if value.shape != shape:
-        _fail(f"{what} should have shape {shape}; it has shape {value.shape}")
-    if value.dtype.kind != "f":
-        _fail(f"{what} should be a floating-point array; its dtype is {value.dtype}")
-    return value
 
 
 def _pair(what: str, value, shapes) -> tuple[np.ndarray, np.ndarray]:

@@ -33,9 +33,7 @@ redraw is pending are merged into that redraw.
 
 from __future__ import annotations
 
-import asyncio
 import html
-import io
 import math
 import os
 from dataclasses import dataclass, field
@@ -43,10 +41,10 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from PIL import Image as PILImage
 
 from attention_lab.explorer import latest
 from attention_lab.learner_calls import call_learner
+from attention_lab.redraw import CoalescedRedraw, image_widget, png_bytes
 
 ENCODING_COLORMAP = "RdBu_r"  # diverging, colour-blind safe: −1 blue, 0 white, +1 red
 T_MAX = 512
@@ -539,10 +537,7 @@ class PositionalFigure:
         self.canvas.restore_region(self.background)
         for artist in self.animated:
             self.figure.draw_artist(artist)
-        rgba = np.asarray(self.canvas.buffer_rgba())
-        buffer = io.BytesIO()
-        PILImage.fromarray(rgba[..., :3]).save(buffer, format="PNG", compress_level=1)
-        return buffer.getvalue()
+        return png_bytes(self.canvas)
 
     def _heatmap(self, s: Settings, view: View) -> None:
         data = view.pe if view.pe is not None else np.full((s.T, s.d_model), np.nan)
@@ -582,7 +577,7 @@ class PositionalFigure:
             line.set_data(([], []) if values is None else (np.arange(s.T), np.maximum(values, GAP_FLOOR)))
 
 
-class PositionalExplorer:
+class PositionalExplorer(CoalescedRedraw):
     """The widget: controls, the figure as an ``ipywidgets.Image`` and a summary line.
 
     Parameters
@@ -643,7 +638,7 @@ class PositionalExplorer:
                                              tooltip="random tokens, projections and shuffle for the gap panel")
         self.shuffle = widgets.Button(description="shuffle", tooltip="new random tokens and permutation (next seed)")
         self.shuffle.on_click(lambda _: setattr(self.seed_slider, "value", (self.seed_slider.value + 1) % 100))
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width=f"{FIGURE_SIZE[0] * DPI:.0f}px"))
+        self.image = image_widget(FIGURE_SIZE[0] * DPI)
         self.summary = widgets.HTML()
         self.widget = widgets.VBox([
             widgets.HBox([self.T_slider, self.d_slider, self.t_slider]),
@@ -652,8 +647,6 @@ class PositionalExplorer:
         self.figure = PositionalFigure()
         self.view: View | None = None
         self.redraws = 0
-        self._pending = None
-        self._adjusting = False
         self.T_slider.observe(self._on_size_change, names="value")
         self.d_slider.observe(self._on_size_change, names="value")
         for control in (self.t_slider, self.k_slider, self.pair_slider, self.seed_slider):
@@ -668,31 +661,10 @@ class PositionalExplorer:
     def _on_size_change(self, change) -> None:
         # t and pair must stay inside the new table; clamping them fires their own observers, which are muted here
         # so that one size change makes one redraw.
-        self._adjusting = True
-        try:
+        with self._adjusting_controls():
             self.t_slider.max = self.T_slider.value - 1
             self.pair_slider.max = self.d_slider.value // 2 - 1
-        finally:
-            self._adjusting = False
         self._on_change(change)
-
-    def _on_change(self, _change) -> None:
-        if self._adjusting:
-            return
-        if self.sync:
-            self.redraw()
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.redraw()
-            return
-        if self._pending is None:  # later changes before the redraw runs are merged into it
-            self._pending = loop.call_later(0.005, self._flush)
-
-    def _flush(self) -> None:
-        self._pending = None
-        self.redraw()
 
     def redraw(self) -> None:
         """Recompute for the current controls and update the image and summary in place."""
@@ -703,11 +675,6 @@ class PositionalExplorer:
         lines += [f"<span style='color:#B00020'>⚠ {html.escape(error)}</span>" for error in self.view.errors]
         self.summary.value = "<br>".join(lines)
         self.redraws += 1
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
 
 def explore_positional_encoding(sinusoidal_positional_encoding, dot_product_by_offset, offset_rotation,

@@ -1,0 +1,120 @@
+"""Widget plumbing shared by the interactive visuals: coalesced redraws and figures shown as PNG images.
+
+Every explorer keeps one Agg figure, draws it into a canvas and shows the
+canvas as an ``ipywidgets.Image``. :class:`CoalescedRedraw` holds the change
+handling all of them share and :func:`png_bytes` / :func:`image_widget` the
+encoding and the image widget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from PIL import Image as PILImage
+
+# Redraws only run when a control changes, so this delay is the longest a change waits; it is long enough for a
+# slider drag's burst of values to arrive in one redraw and short enough not to be noticed.
+COALESCE_SECONDS = 0.005
+
+
+class CoalescedRedraw:
+    """Mixin for a widget that redraws itself when any of its controls change.
+
+    Dragging a slider sends a burst of values, and a redraw (the learner's
+    functions, then encoding a PNG) takes longer than the gap between them.
+    Redrawing for each value would queue stale pictures and leave the widget
+    lagging behind the mouse, so changes that arrive while a redraw is pending
+    are coalesced into that one redraw, which then shows the latest values.
+
+    Subclasses implement :meth:`redraw`, set ``sync`` and ``widget`` in
+    ``__init__`` and observe their controls with :meth:`_on_change`.
+
+    Attributes
+    ----------
+    sync : bool
+        Redraw inside each change handler (tests) instead of coalescing
+        changes that arrive while a redraw is pending (interactive use).
+    widget : ipywidgets.Widget
+        What the notebook displays.
+    """
+
+    sync: bool = False
+    _pending: asyncio.TimerHandle | None = None
+    _adjusting: bool = False
+
+    def redraw(self) -> None:
+        """Recompute for the current controls and update the widget in place."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _adjusting_controls(self):
+        """Mute :meth:`_on_change` while one control's handler moves others, so one change makes one redraw."""
+        self._adjusting = True
+        try:
+            yield
+        finally:
+            self._adjusting = False
+
+    def _on_change(self, _change) -> None:
+        if self._adjusting:
+            return
+        if self.sync:
+            self.redraw()
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (a plain script): nothing could run a deferred redraw
+            self.redraw()
+            return
+        if self._pending is None:  # later changes before the redraw runs are merged into it
+            self._pending = loop.call_later(COALESCE_SECONDS, self._flush)
+
+    def _flush(self) -> None:
+        self._pending = None
+        self.redraw()
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.widget)
+
+
+def png_bytes(canvas: FigureCanvasAgg) -> bytes:
+    """Encode what is drawn on an Agg canvas as PNG bytes for an ``ipywidgets.Image``.
+
+    Parameters
+    ----------
+    canvas : FigureCanvasAgg
+        A canvas that has been drawn (or blitted) already.
+
+    Returns
+    -------
+    bytes
+        RGB PNG; the figures are opaque, so the alpha channel is dropped.
+    """
+    rgba = np.asarray(canvas.buffer_rgba())
+    buffer = io.BytesIO()
+    # The fastest compression: the image is shown once and replaced at the next redraw, so size matters less.
+    PILImage.fromarray(rgba[..., :3]).save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
+
+
+def image_widget(width_px: float):
+    """An empty ``ipywidgets.Image`` for PNG bytes, ``width_px`` pixels wide.
+
+    Parameters
+    ----------
+    width_px : float
+        Display width, the figure's width in inches times its dpi.
+
+    Returns
+    -------
+    ipywidgets.Image
+    """
+    import ipywidgets as widgets
+
+    return widgets.Image(format="png", layout=widgets.Layout(width=f"{width_px:.0f}px"))
