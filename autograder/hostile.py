@@ -142,19 +142,29 @@ except Exception as _e:
 
 # ---- checks ----------------------------------------------------------------------------------------
 
+def _expecting(text: str):
+    """Label a check with what it requires, in words (shown in the report)."""
+    def label(check):
+        check.expectation = text
+        return check
+    return label
+
+
 def graded(at_most: float, at_least: float | None = None, note: str | None = None):
     """Graded, with a total in [at_least, at_most] and, if given, a note containing ``note``."""
     low = at_most if at_least is None else at_least
+    expectation = (f"graded {at_most:g}/{FULL:g}" if low == at_most else f"graded {low:g}–{at_most:g}/{FULL:g}") + (
+        f", reason says “{note}”" if note else "")
 
     def check(outcome: Outcome) -> str | None:
         if outcome.total is None:
-            return f"not graded: {outcome.note}"
+            return outcome.note or "not graded"
         if not low <= outcome.total <= at_most:
             return f"total {outcome.total:g}, expected between {low:g} and {at_most:g}"
         if note and note not in outcome.note:
             return f"note {outcome.note!r} does not say {note!r}"
         return None
-    return check
+    return _expecting(expectation)(check)
 
 
 def as_honest(cells: Callable[[dict[str, str]], dict[str, str]], note: str | None = None):
@@ -172,7 +182,7 @@ def as_honest(cells: Callable[[dict[str, str]], dict[str, str]], note: str | Non
         solutions = source_solutions(ASSIGNMENT, NOTEBOOK)
         honest = sum(v.score for v in grade_answers(assignment, cells(solutions)).values())
         return graded(honest, honest, note)(outcome)
-    return check
+    return _expecting("graded exactly as its honest part (its answers without the attack, graded in-process)")(check)
 
 
 def not_graded(words: str):
@@ -180,9 +190,10 @@ def not_graded(words: str):
         if outcome.total is not None:
             return f"graded ({outcome.total:g}) but should say why it cannot be"
         return None if words in outcome.note else f"reason {outcome.note!r} does not say {words!r}"
-    return check
+    return _expecting(f"not graded, reason says “{words}”")(check)
 
 
+@_expecting("every read, write and import denied inside the kernel; nothing written; graded 10/10")
 def _sandboxed(outcome: Outcome) -> str | None:
     if outcome.autograded is None:
         return "no autograded notebook"
@@ -204,15 +215,17 @@ def _all_of(*checks):
             if problem:
                 return problem
         return None
-    return check
+    return _expecting("; ".join(one.expectation for one in checks))(check)
 
 
+@_expecting("no saved widget state in the graded notebook")
 def _no_widget_state(outcome: Outcome) -> str | None:
     if outcome.autograded is None or "widgets" in outcome.autograded.metadata:
         return "the saved widget state reached the autograded notebook"
     return None
 
 
+@_expecting("feedback without hidden lines")
 def _no_hidden_code_in_feedback(outcome: Outcome) -> str | None:
     for marker in ("BEGIN HIDDEN TESTS", "grade_step", "_attention_lab_probe", "from autograder"):
         if marker in outcome.feedback:

@@ -164,8 +164,8 @@ def build_from(results: dict, outcomes: dict[str, hostile.Outcome]) -> Report:
         problem = case.check(outcome)
         what = ("not graded: " + outcome.note.removeprefix("not graded: ") if outcome.total is None
                 else f"graded {outcome.total:g}/{hostile.FULL:g}" + (f" — {outcome.note}" if outcome.note else ""))
-        report.hostile.append(Row(hostile.ASSIGNMENT, key, case.description, problem is None,
-                                  what if problem is None else f"{problem} ({what})"))
+        report.hostile.append(Row(hostile.ASSIGNMENT, key, f"{case.description}; must be: {case.check.expectation}",
+                                  problem is None, what if problem is None else f"{problem} ({what})"))
     report.end_to_end = check_end_to_end(results)
     return report
 
