@@ -209,7 +209,7 @@ def format_table(steps: list[str], results: list[StudentResult], assignment: str
     rows = []
     for result in results:
         if result.steps is None:
-            rows.append([result.student, *("–" for _ in steps), result.note])
+            rows.append([result.student, *("–" for _ in steps), "–", result.note])
             continue
         maximum = sum(m for _, m in result.steps.values())
         notes = "; ".join(filter(None, [result.note, ", ".join(result.named)]))
