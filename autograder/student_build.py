@@ -55,10 +55,10 @@ dependencies = [
 ]
 
 [tool.setuptools]
-packages = ["attention_lab"]
+packages = ["attention_lab", "attention_lab.worked_cases"]
 
 [tool.setuptools.package-data]
-attention_lab = ["worked_cases/*.json"]
+"attention_lab.worked_cases" = ["*.json"]
 """
 
 ENVIRONMENT = """name: attention-lab-student

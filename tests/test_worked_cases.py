@@ -110,10 +110,11 @@ def test_no_left_over_worked_case_files():
 
 
 def test_worked_cases_ship_with_the_package():
-    config = tomllib.loads((REPO / "pyproject.toml").read_text())
-    patterns = config["tool"]["setuptools"]["package-data"]["attention_lab"]
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "attention_lab.worked_cases" in config["packages"]
+    patterns = config["package-data"]["attention_lab.worked_cases"]
     package = Path(attention_lab.__file__).parent
-    shipped = {p for pattern in patterns for p in package.glob(pattern)}
+    shipped = {p for pattern in patterns for p in (package / "worked_cases").glob(pattern)}
     assert set(generator.OUTPUT.glob("*.json")) <= shipped
     assert generator.OUTPUT == package / "worked_cases"
 
