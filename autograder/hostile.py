@@ -101,7 +101,9 @@ def _bogus_kernelspec(nb) -> None:
 
 def _duplicate_solution(nb) -> None:
     index = next(i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("grade_id") == "causal_mask")
-    nb.cells.insert(index, nbformat.from_dict(nb.cells[index]))
+    pasted = nbformat.from_dict(nb.cells[index])
+    pasted.id = f"{pasted.id}-pasted"  # JupyterLab gives a pasted cell a new id but keeps its nbgrader metadata
+    nb.cells.insert(index, pasted)
 
 
 def _widget_state(nb) -> None:
