@@ -111,38 +111,45 @@ def draw_inputs(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 CALL_SECONDS = 10.0  # per call of a learner's function: an infinite loop becomes a message, not a frozen kernel
 
 
-def _name(function) -> str:
+def function_name(function) -> str:
+    """The name a message uses for a learner's function."""
     return getattr(function, "__name__", "the function")
 
 
-def _call(function, *args, **kwargs):
+def call_for_visual(function, *args, **kwargs):
     """Call the current definition of a learner's function on copies of its array arguments.
 
-    Copies, because a function that modifies its input in place would
-    otherwise change the explorer's cached inputs or the weights on screen.
+    Used by every visual of the course. Copies, because a function that
+    modifies its input in place would otherwise change a visual's cached
+    inputs or the data on screen.
+
+    Raises
+    ------
+    ExplorerError
+        Whatever the function raised (or a time-out after :data:`CALL_SECONDS`), as one message.
     """
     try:
         return call_learner(latest(function), *args, seconds=CALL_SECONDS, copy_arrays=True, **kwargs)
     except Exception as error:
         text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-        raise ExplorerError(f"{_name(function)} raised {text}") from None
+        raise ExplorerError(f"{function_name(function)} raised {text}") from None
 
 
 def _attend(attention_fn, Q, K, V, mask, scale) -> np.ndarray:
-    result = _call(attention_fn, Q, K, V, mask=mask, scale=scale)
+    result = call_for_visual(attention_fn, Q, K, V, mask=mask, scale=scale)
     if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise ExplorerError(f"{_name(attention_fn)} should return (output, weights); it returned "
+        raise ExplorerError(f"{function_name(attention_fn)} should return (output, weights); it returned "
                             f"{type(result).__name__}")
     weights = result[1]
     expected = (Q.shape[0], K.shape[0])
     if not isinstance(weights, np.ndarray) or weights.shape != expected:
         got = weights.shape if isinstance(weights, np.ndarray) else type(weights).__name__
-        raise ExplorerError(f"{_name(attention_fn)} returned weights of shape {got}; expected (T, T) = {expected}")
+        raise ExplorerError(f"{function_name(attention_fn)} returned weights of shape {got}; expected (T, T) = {expected}")
     if weights.dtype.kind not in "fiub":
-        raise ExplorerError(f"{_name(attention_fn)} returned weights of dtype {weights.dtype}; expected real numbers")
+        raise ExplorerError(f"{function_name(attention_fn)} returned weights of dtype {weights.dtype}; expected real numbers")
     bad = int(np.count_nonzero(~np.isfinite(weights)))
     if bad:
-        raise ExplorerError(f"{_name(attention_fn)} returned {bad} NaN or infinite weight(s) (rows "
+        raise ExplorerError(f"{function_name(attention_fn)} returned {bad} NaN or infinite weight(s) (rows "
                             f"{sorted(set(np.argwhere(~np.isfinite(weights))[:, 0].tolist()))[:5]}…): a row whose "
                             "keys are all blocked gives 0/0 — does the mask allow the diagonal?")
     return weights.astype(float, copy=False)
@@ -151,23 +158,23 @@ def _attend(attention_fn, Q, K, V, mask, scale) -> np.ndarray:
 def _mask(mask_fn, T: int, causal: bool):
     if not causal:
         return None
-    mask = _call(mask_fn, T)
+    mask = call_for_visual(mask_fn, T)
     if not isinstance(mask, np.ndarray) or mask.shape != (T, T) or mask.dtype != np.bool_:
         got = f"{mask.dtype} array of shape {mask.shape}" if isinstance(mask, np.ndarray) else type(mask).__name__
-        raise ExplorerError(f"{_name(mask_fn)}({T}) should be a bool array of shape ({T}, {T}); got {got}")
+        raise ExplorerError(f"{function_name(mask_fn)}({T}) should be a bool array of shape ({T}, {T}); got {got}")
     return mask
 
 
 def _entropy(entropy_fn, weights) -> np.ndarray:
-    entropy = _call(entropy_fn, weights)
+    entropy = call_for_visual(entropy_fn, weights)
     if not isinstance(entropy, np.ndarray) or entropy.dtype.kind not in "fiu":
         got = f"dtype {entropy.dtype}" if isinstance(entropy, np.ndarray) else type(entropy).__name__
-        raise ExplorerError(f"{_name(entropy_fn)} should return a real-valued array; it returned {got}")
+        raise ExplorerError(f"{function_name(entropy_fn)} should return a real-valued array; it returned {got}")
     if entropy.shape != weights.shape[:-1]:
-        raise ExplorerError(f"{_name(entropy_fn)} returned shape {entropy.shape}; expected {weights.shape[:-1]}")
+        raise ExplorerError(f"{function_name(entropy_fn)} returned shape {entropy.shape}; expected {weights.shape[:-1]}")
     bad = int(np.count_nonzero(~np.isfinite(entropy)))
     if bad:
-        raise ExplorerError(f"{_name(entropy_fn)} returned NaN or infinity for {bad} row(s): 0 · log 0 must "
+        raise ExplorerError(f"{function_name(entropy_fn)} returned NaN or infinity for {bad} row(s): 0 · log 0 must "
                             "count as 0 (0 * np.log(0) is NaN in NumPy)")
     return entropy.astype(float, copy=False)
 

@@ -46,7 +46,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.explorer import ExplorerError, latest
+from attention_lab.explorer import ExplorerError, call_for_visual as _call, function_name as _name
 from attention_lab.learner_calls import call_learner
 from attention_lab.plots import COLORMAP
 from attention_lab.redraw import CoalescedRedraw, image_widget, png_bytes
@@ -66,7 +66,6 @@ COLORBAR_RECT = (0.59, 0.12, 0.01, 0.74)
 ENTROPY_RECT = (0.725, 0.12, 0.265, 0.74)
 HIGHLIGHT = "#D55E00"  # the selected head's frame and bar (colour-blind-safe orange)
 BAR = "#0072B2"
-CALL_SECONDS = 10.0  # per call of a learner's function: an infinite loop becomes a message, not a frozen kernel
 
 
 @dataclass(frozen=True)
@@ -199,17 +198,7 @@ def ceiling(T: int, causal: bool) -> float:
     return float(np.mean(np.log(np.arange(1, T + 1)))) if causal else math.log(T)
 
 
-def _name(function) -> str:
-    return getattr(function, "__name__", "the function")
 
-
-def _call(function, *args, **kwargs):
-    """The current definition of a learner's function, on copies of its array arguments, quietly, time-limited."""
-    try:
-        return call_learner(latest(function), *args, seconds=CALL_SECONDS, copy_arrays=True, **kwargs)
-    except Exception as error:  # noqa: BLE001 — any failure of learners' code becomes one message
-        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-        raise ExplorerError(f"{_name(function)} raised {text}") from None
 
 
 def _weights(attention_fn, settings: Settings, inputs) -> np.ndarray:

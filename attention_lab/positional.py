@@ -42,7 +42,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from attention_lab.explorer import latest
+from attention_lab.explorer import ExplorerError, call_for_visual as _call, function_name as _name
 from attention_lab.learner_calls import call_learner
 from attention_lab.redraw import CoalescedRedraw, image_widget, png_bytes
 
@@ -51,7 +51,6 @@ T_MAX = 512
 D_MODEL_MAX = 256
 OFFSET_MAX = 128
 D_HEAD = 8  # size of the attention head in the permutation panel
-CALL_SECONDS = 10.0  # per call of a learner's function: an infinite loop becomes a message, not a frozen kernel
 FIGURE_SIZE = (13.0, 3.7)  # inches at DPI dots per inch
 DPI = 100
 # Axes rectangles in figure fractions (left, bottom, width, height); fixed so that tests can find the panels.
@@ -62,21 +61,9 @@ CIRCLE_RECT = (0.565, 0.15, 0.165, 0.72)
 GAP_RECT = (0.8, 0.15, 0.19, 0.72)
 
 
-class ExplorerError(ValueError):
-    """A function given to the explorer failed or returned the wrong thing."""
 
 
-def _name(function) -> str:
-    return getattr(function, "__name__", "the function")
 
-
-def _call(function, *args, **kwargs):
-    """Call the current definition of a learner's function on copies of its arrays; failures become one message."""
-    try:
-        return call_learner(latest(function), *args, seconds=CALL_SECONDS, copy_arrays=True, **kwargs)
-    except Exception as error:  # noqa: BLE001 — any failure of learners' code becomes a message
-        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-        raise ExplorerError(f"{_name(function)} raised {text}") from None
 
 
 def _real_array(function, value, shape: tuple[int, ...], what: str) -> np.ndarray:

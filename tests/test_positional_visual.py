@@ -8,6 +8,7 @@ import pytest
 from matplotlib import colormaps
 from PIL import Image
 
+from attention_lab import explorer as explorer_module
 from attention_lab import positional as px
 from autograder import reference_positional as ref
 from autograder.answers import namespace_with
@@ -234,7 +235,7 @@ def test_wrong_results_become_one_line_messages(cell, message):
 
 
 def test_a_hanging_function_becomes_a_message(monkeypatch):
-    monkeypatch.setattr(px, "CALL_SECONDS", 0.5)
+    monkeypatch.setattr(explorer_module, "CALL_SECONDS", 0.5)  # the visuals share its time limit
     explorer, _ = learner_explorer(dot_product_by_offset="def dot_product_by_offset(pe, t):\n    while True:\n"
                                                          "        pass")
     assert len(explorer.view.errors) == 1
