@@ -14,7 +14,6 @@ tests do the grading.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Callable
 
@@ -22,28 +21,21 @@ import numpy as np
 
 from attention_lab import worked
 from attention_lab.learner_calls import call_learner
-from attention_lab.self_check import CALL_SECONDS, call, fail as _fail, ok as _ok
+from attention_lab.self_check import CALL_SECONDS, call as _quiet, fail as _fail, ok as _ok
 from attention_lab.worked import SelfCheckFailed
 
-__all__ = ["SelfCheckFailed", "expect_shapes", "check_softmax", "check_attention_scores", "check_causal_mask",
-           "check_scaled_dot_product_attention", "check_causal_self_attention", "check_attention_entropy",
-           "check_rows_are_weighted_averages", "check_causality", "check_scaling_prevents_saturation"]
+__all__ = ["SelfCheckFailed", "expect_shapes", "check_softmax", "check_attention_scores", "check_scaling",
+           "check_causal_mask", "check_scaled_dot_product_attention", "check_causal_self_attention",
+           "check_attention_entropy", "check_entropy_worked_cases", "check_rows_are_weighted_averages",
+           "check_causality", "check_scaling_prevents_saturation"]
 
 ASSIGNMENT = "01_scaled_dot_product_attention"
 
 
-def _raw(function: Callable, *args, **kwargs):
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    return call_learner(function, *args, seconds=CALL_SECONDS, **kwargs)
-
-
-_quiet = functools.partial(call, copy_arrays=False)  # no copies: assignment 1's checks call exactly as they always did
-
-
-def _worked(function_name: str, function: Callable) -> None:
+def _worked(function_name: str, function: Callable, select: Callable[[dict], bool] | None = None) -> None:
     """The stored worked cases of ``function_name`` (see :func:`attention_lab.worked.check_worked_cases`)."""
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    worked.check_worked_cases(ASSIGNMENT, function_name, function, seconds=CALL_SECONDS)
+    worked.check_worked_cases(ASSIGNMENT, function_name, function, seconds=CALL_SECONDS, select=select)
 
 
 # every function learners write in the course (tests/test_notebooks.py keeps this in step with the grader)
@@ -62,8 +54,8 @@ def expect_shapes(function: Callable, shapes: list[tuple[int, ...]], *args, **kw
     cell zero points when anything reaches stderr, and correct code may warn.
     Each step is graded on its own, so a failure that comes from another of
     the learner's course functions — raised inside it, or a NameError because
-    it is not defined — does not fail this check: the hidden tests run the
-    function with correct versions of the others.
+    it is not defined — does not fail this check: the grader answers the
+    function's calls of the others with the reference's values.
 
     Parameters
     ----------
@@ -77,20 +69,14 @@ def expect_shapes(function: Callable, shapes: list[tuple[int, ...]], *args, **kw
     Raises
     ------
     SelfCheckFailed
-        If the result is not an array (or tuple of arrays) of those shapes.
-    Exception
-        Whatever ``function`` raised in its own code.
+        If the function raised in its own code (the message names the error,
+        or says that the function is not answered yet), or the result is not
+        an array (or tuple of arrays) of those shapes.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     name = getattr(function, "__name__", "the function")
-    try:
-        result = _raw(function, *args, **kwargs)
-    except Exception as error:
-        culprit = _other_course_function_behind(function, error)
-        if culprit is None:
-            raise
-        print(f"(not checked here: {name} failed in or for lack of your {culprit} ({type(error).__name__}: "
-              f"{error}); the hidden tests run {name} with a correct {culprit})")
+    result = call_for_visible_part(function, *args, **kwargs)
+    if result is NOT_CHECKED:
         return
     if len(shapes) > 1 and (not isinstance(result, (tuple, list)) or len(result) != len(shapes)):
         _fail(f"{name} should return a tuple of {len(shapes)} arrays, but it returned {type(result).__name__}")
@@ -103,6 +89,39 @@ def expect_shapes(function: Callable, shapes: list[tuple[int, ...]], *args, **kw
         if not isinstance(value, np.ndarray) or value.shape != shape:
             got = f"shape {value.shape}" if isinstance(value, np.ndarray) else type(value).__name__
             _fail(f"{what} should be an array of shape {shape}; got {got}")
+
+
+NOT_CHECKED = object()  # what call_for_visible_part returns when another of the learner's functions failed
+
+
+def call_for_visible_part(function: Callable, *args, **kwargs):
+    """The learner's function's result, for the visible part of an autograder cell.
+
+    Called quietly, on copies of its arrays, with a time limit. When the
+    failure comes from another of the learner's course functions (raised
+    inside it, or not defined), one line says so and :data:`NOT_CHECKED` is
+    returned: each step is graded on its own.
+
+    Raises
+    ------
+    SelfCheckFailed
+        If the function failed in its own code: the message names the error,
+        or says that the function is not answered yet.
+    """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    try:
+        return call_learner(function, *args, seconds=CALL_SECONDS, copy_arrays=True, **kwargs)
+    except Exception as failure:  # noqa: BLE001 — a learner's error becomes a message, or is another step's
+        error = failure
+    culprit = _other_course_function_behind(function, error)
+    if culprit is None:
+        _fail(worked.describe_failure(function, error, CALL_SECONDS))
+    why = ("is not defined (run its cell; an error in that cell leaves it undefined)"
+           if isinstance(error, NameError) else "is not answered yet" if worked.is_a(error, "NotImplementedError")
+           else f"raised {worked.describe_exception(error)}")
+    print(f"(not checked here: {getattr(function, '__name__', 'the function')} calls your {culprit}, which {why}; "
+          "the grader answers those calls with the reference's values, so only the step of that function loses points)")
+    return NOT_CHECKED
 
 
 def _other_course_function_behind(function: Callable, error: BaseException) -> str | None:
@@ -185,11 +204,48 @@ def check_softmax(softmax: Callable) -> None:
     _ok("float32 logits of size 100 give finite, correct probabilities")
 
 
-# ---------------------------------------------------------------- step 2
+# ---------------------------------------------------------------- steps 2 and 3
+def _unscaled(case: dict) -> bool:
+    """A worked case of attention_scores that passes scale=False (step 2's); the others are step 3's."""
+    return worked.decode(case["kwargs"].get("scale", True)) is False
+
+
 def check_attention_scores(attention_scores: Callable) -> None:
-    """Self-check ``attention_scores(Q, K, scale=True)``: the worked cases, the ÷√d_k ratio and batch dimensions."""
+    """Self-check step 2, ``attention_scores(Q, K, scale=False)``: Q Kᵀ on the worked cases and with batch dimensions.
+
+    Only ``scale=False`` is checked here: the notebook lets learners write the
+    scaling in step 3, whose own check is :func:`check_scaling`.
+
+    Raises
+    ------
+    SelfCheckFailed
+        With a message saying what is wrong.
+    """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    _worked("attention_scores", attention_scores)
+    _worked("attention_scores", attention_scores, select=_unscaled)
+
+    rng = np.random.default_rng(1)
+    Q, K = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
+    batched = _array("attention_scores(Q, K, scale=False) with a batch of 2",
+                     _quiet(attention_scores, Q, K, scale=False), (2, 3, 5))
+    single = [_array(f"attention_scores(Q[{b}], K[{b}], scale=False)", _quiet(attention_scores, Q[b], K[b], scale=False),
+                     (3, 5)) for b in range(2)]
+    if not _close(batched, np.stack(single)):
+        _fail("with a leading batch dimension each batch entry should get its own Q Kᵀ; "
+              "transpose only the last two axes of K (K.T reverses all of them)")
+    _ok("leading batch dimensions work: shape (batch, T_q, T_k)")
+
+
+def check_scaling(attention_scores: Callable) -> None:
+    """Self-check step 3, ``attention_scores(Q, K)`` with the default ``scale=True``: ÷√d_k, also with batch dimensions.
+
+    Raises
+    ------
+    SelfCheckFailed
+        With a message saying what is wrong.
+    """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    _worked("attention_scores", attention_scores, select=lambda case: not _unscaled(case))
 
     rng = np.random.default_rng(1)
     Q, K = rng.normal(size=(2, 9)), rng.normal(size=(3, 9))  # d_k = 9, so √d_k = 3
@@ -208,7 +264,7 @@ def check_attention_scores(attention_scores: Callable) -> None:
     if not _close(batched, np.stack(single)):
         _fail("with a leading batch dimension each batch entry should get its own Q Kᵀ / √d_k; "
               "transpose only the last two axes of K (K.T reverses all of them)")
-    _ok("leading batch dimensions work: shape (batch, T_q, T_k)")
+    _ok("leading batch dimensions work with scaling too: shape (batch, T_q, T_k)")
 
 
 # ---------------------------------------------------------------- step 3
@@ -290,10 +346,37 @@ def check_causal_self_attention(causal_self_attention: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 6
+ZERO_LOG_ZERO = ("  NaN where a weight is 0: in NumPy 0 · log 0 is 0 · (−inf) = NaN, but the entropy counts "
+                 "0 · log 0 as 0 — leave the zero weights out of the sum (or take the log only where w > 0)")
+
+
+def check_entropy_worked_cases(assignment_name: str, attention_entropy: Callable) -> None:
+    """The worked cases of ``attention_entropy`` in an assignment; a NaN from 0 · log 0 is named as such.
+
+    Raises
+    ------
+    SelfCheckFailed
+        With the worked case's message, plus the 0 · log 0 explanation when
+        the learner's entropy of a row with a zero weight is NaN.
+    """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    try:
+        worked.check_worked_cases(assignment_name, "attention_entropy", attention_entropy, seconds=CALL_SECONDS)
+    except SelfCheckFailed as failure:
+        try:
+            H = call_learner(attention_entropy, np.array([[0.5, 0.5, 0.0]]), seconds=CALL_SECONDS)
+            nan = isinstance(H, np.ndarray) and H.dtype.kind == "f" and bool(np.isnan(H).any())
+        except Exception:  # noqa: BLE001 — the worked case's message already says what went wrong
+            nan = False
+        if not nan:
+            raise
+        raise SelfCheckFailed(f"{failure}\n{ZERO_LOG_ZERO}") from None
+
+
 def check_attention_entropy(attention_entropy: Callable) -> None:
     """Self-check ``attention_entropy(weights)`` in nats with 0 · log 0 = 0: worked case, then shapes and ln n."""
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    _worked("attention_entropy", attention_entropy)
+    check_entropy_worked_cases(ASSIGNMENT, attention_entropy)
     weights = np.full((2, 3, 4), 0.25)
     H = _quiet(attention_entropy, weights)
     if isinstance(H, np.ndarray) and H.shape != (2, 3):
@@ -322,15 +405,20 @@ def check_rows_are_weighted_averages(scaled_dot_product_attention: Callable) -> 
     w = _array("the weights", w, (5, 7))
     out = _array("the output", out, (5, 3))
     if np.any(w < 0):
-        _fail(f"some weights are negative (minimum {w.min():.3g}); softmax outputs are never negative")
+        _fail(f"some weights are negative (minimum {w.min():.3g}); softmax outputs are never negative: revisit "
+              "softmax (step 1), which scaled_dot_product_attention uses")
     if not _close(w.sum(axis=-1), 1.0):
-        _fail(f"the weights in each row should sum to 1; row sums are {np.round(w.sum(axis=-1), 4).tolist()}")
+        _fail(f"the weights in each row should sum to 1; row sums are {np.round(w.sum(axis=-1), 4).tolist()}: revisit "
+              "scaled_dot_product_attention (step 5) — is the softmax taken along the last axis (the keys)? — and "
+              "softmax (step 1)")
     if np.any(w[~mask] != 0):
-        _fail("a blocked key (mask False) has a non-zero weight")
+        _fail("a blocked key (mask False) has a non-zero weight: revisit scaled_dot_product_attention (step 5), "
+              "where blocked scores must become −inf before the softmax")
     if not _close(out, w @ V):
-        _fail("the output is not weights @ V")
+        _fail("the output is not weights @ V: revisit scaled_dot_product_attention (step 5)")
     if np.any(out < V.min(axis=0) - 1e-9) or np.any(out > V.max(axis=0) + 1e-9):
-        _fail("an output value lies outside the range of the values it averages")
+        _fail("an output value lies outside the range of the values it averages: revisit "
+              "scaled_dot_product_attention (step 5)")
     _ok("fact 1: weights ≥ 0, rows sum to 1, output = weights @ V lies within the range of V")
 
 
@@ -356,13 +444,33 @@ def check_causality(causal_self_attention: Callable) -> None:
     _ok("fact 2: changing the last token changes only the last output (causality)")
 
 
+# With ÷√d_k the scores of random q, k ~ N(0, I) have variance 1 whatever d_k is, and the mean row entropy of
+# their softmax lies 0.35–0.5 nats below the ceiling ln T (measured for T = 8 … 128, d_k = 16 … 512). Dividing by
+# d_k instead leaves the weights almost uniform (less than 0.05 nats below the ceiling for d_k ≥ 16).
+SCALED_GAP = (0.25, 0.75)
+
+
 def check_scaling_prevents_saturation(scaled_dot_product_attention: Callable, attention_entropy: Callable,
                                       d_head: int = 256, T: int = 32) -> tuple[float, float]:
-    """Fact 3: without ÷√d_k the softmax saturates; with it the weights stay spread.
+    """Fact 3: without ÷√d_k the softmax saturates; with it the weights stay spread out, but not uniform.
 
     Draws q, k ~ N(0, I) with ``d_head`` dimensions (seeded), computes the mean
     row entropy in nats of the scaled and unscaled attention weights, prints
     both against the uniform ceiling ln T and returns ``(scaled, unscaled)``.
+    It checks that the scaled entropy lies between 0.25 and 0.75 nats below
+    ln T (÷√d_k gives scores of variance 1; ÷d_k would leave the weights
+    almost uniform) and that the unscaled entropy is below half the scaled
+    one (Vaswani et al. 2017, §3.2.1 and footnote 4).
+
+    Returns
+    -------
+    scaled, unscaled : float
+        Mean row entropies in nats.
+
+    Raises
+    ------
+    SelfCheckFailed
+        Saying which of the two entropies is out of its range, and why.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(3)
@@ -374,14 +482,23 @@ def check_scaling_prevents_saturation(scaled_dot_product_attention: Callable, at
         entropies.append(float(np.mean(H)))
     scaled, unscaled = entropies
     ceiling = math.log(T)
+    low, high = SCALED_GAP
     print(f"mean row entropy at d_head = {d_head}, T = {T}: scaled {scaled:.2f} nats, unscaled {unscaled:.2f} nats "
           f"(uniform would be ln {T} = {ceiling:.2f})")
     if abs(scaled - unscaled) < 1e-6:
         _fail(f"scale=True and scale=False give the same weights (entropy {scaled:.2f} nats): is `scale` ignored?")
-    if not scaled > 0.6 * ceiling:
-        _fail(f"scaled attention should stay spread out (entropy near {0.85 * ceiling:.1f} nats), got {scaled:.2f}")
+    if ceiling - scaled < low:
+        _fail(f"the scaled weights are almost uniform: entropy {scaled:.2f} nats, only {ceiling - scaled:.2f} below the "
+              f"ceiling ln {T} = {ceiling:.2f}. The scores were shrunk too much — divide them by √d_k, not by d_k: "
+              f"÷√d_k gives scores of variance 1 whatever d_k is, and their softmax stays {low:g}–{high:g} nats "
+              "below the ceiling")
+    if ceiling - scaled > high:
+        _fail(f"the scaled weights are too peaked: entropy {scaled:.2f} nats, {ceiling - scaled:.2f} below the ceiling "
+              f"ln {T} = {ceiling:.2f}. Divided by √d_k the scores have variance 1 and the entropy stays within "
+              f"{high:g} nats of the ceiling: are the scores divided by √d_k, and by nothing smaller?")
     if not unscaled < 0.5 * scaled:
         _fail(f"unscaled attention should be nearly one-hot at d_head = {d_head} (entropy well below the scaled "
               f"{scaled:.2f} nats), got {unscaled:.2f}: is `scale` ignored?")
-    _ok("fact 3: scaling by √d_k keeps the softmax from saturating")
+    _ok(f"fact 3: scaling by √d_k keeps the softmax from saturating (scaled entropy {ceiling - scaled:.2f} nats below "
+        f"the ceiling, unscaled {unscaled:.2f} nats)")
     return scaled, unscaled

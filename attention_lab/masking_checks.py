@@ -11,45 +11,14 @@ no points: the hidden tests do the grading.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import warnings
 from typing import Callable
 
 import numpy as np
 
-from attention_lab.learner_calls import FunctionTimedOut, time_limit
-from attention_lab.self_check import CALL_SECONDS, fail as _fail, learner_name, ok as _ok
-from attention_lab.worked import SelfCheckFailed, check_worked_cases, describe_exception, show
+from attention_lab.self_check import call_recording_warnings as _call, fail as _fail, ok as _ok
+from attention_lab.worked import SelfCheckFailed, check_worked_cases, show
 
 ASSIGNMENT = "04_masks_and_stability"
-
-
-def _call(function: Callable, *args, **kwargs) -> tuple[object, list[str]]:
-    """``(result, warnings)`` of the learner's function on copies of its array arguments.
-
-    Output is discarded; warnings are recorded with NumPy's default error
-    handling (overflow, 0/0 and log 0 warn; underflow to 0 is harmless and
-    does not). An exception becomes one plain-words :class:`SelfCheckFailed`.
-    """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
-    sink = io.StringIO()
-    name = learner_name(function)
-    try:
-        with warnings.catch_warnings(record=True) as caught, \
-                np.errstate(over="warn", divide="warn", invalid="warn", under="ignore"), \
-                contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), time_limit(CALL_SECONDS):
-            warnings.simplefilter("always")
-            result = function(*copies, **kwargs)
-    except FunctionTimedOut as timeout:
-        raise SelfCheckFailed(f"{name} {timeout}") from None
-    except Exception as error:  # noqa: BLE001 — any failure of learners' code becomes a message
-        raise SelfCheckFailed(f"{name} raised {describe_exception(error)}") from None
-    for original, used in zip(args, copies):
-        if isinstance(original, np.ndarray) and not np.array_equal(original, used, equal_nan=True):
-            _fail(f"{name} modified one of its input arrays in place; compute a new array instead")
-    return result, [f"{w.category.__name__}: {w.message}" for w in caught]
 
 
 def _array(what: str, value, shape: tuple[int, ...], kind: str) -> np.ndarray:

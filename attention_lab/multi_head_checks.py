@@ -18,9 +18,10 @@ from typing import Callable
 
 import numpy as np
 
+from attention_lab import checks
 from attention_lab.learner_calls import call_learner
 from attention_lab.self_check import CALL_SECONDS, call as _call, fail as _fail, float_array as _array, ok as _ok
-from attention_lab.worked import SelfCheckFailed, check_worked_cases, describe_exception, show
+from attention_lab.worked import check_worked_cases, describe_failure, show
 
 ASSIGNMENT = "02_multi_head_attention"
 
@@ -94,9 +95,9 @@ def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Cal
         With a message saying what is wrong.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    for name, function in (("softmax", softmax), ("scaled_dot_product_attention", scaled_dot_product_attention),
-                           ("attention_entropy", attention_entropy)):
-        check_worked_cases(ASSIGNMENT, name, function)
+    check_worked_cases(ASSIGNMENT, "softmax", softmax)
+    check_worked_cases(ASSIGNMENT, "scaled_dot_product_attention", scaled_dot_product_attention)
+    checks.check_entropy_worked_cases(ASSIGNMENT, attention_entropy)
 
     Q, K, V = _random(2, (3, 5, 4), (3, 5, 4), (3, 5, 2))
     mask = np.tril(np.ones((5, 5), dtype=bool))
@@ -129,14 +130,7 @@ def check_split_heads(split_heads: Callable) -> None:
 
     T, d_model, n_heads = 5, 12, 3
     X = _labelled_tokens(T, d_model)
-    before = X.copy()
-    try:
-        H = call_learner(split_heads, X, n_heads, seconds=CALL_SECONDS)
-    except Exception as error:  # noqa: BLE001
-        raise SelfCheckFailed(f"split_heads raised {describe_exception(error)}") from None
-    if not np.array_equal(X, before):
-        _fail("split_heads modified X in place; return a new array and leave X unchanged")
-    H = _array("split_heads(X, 3) for X of shape (5, 12)", H, (n_heads, T, d_model // n_heads))
+    H = _array("split_heads(X, 3) for X of shape (5, 12)", _call(split_heads, X, n_heads), (n_heads, T, d_model // n_heads))
     for h in range(n_heads):
         wrong = _tokens_in_rows(H[h])
         if wrong:
@@ -155,7 +149,7 @@ def check_split_heads(split_heads: Callable) -> None:
                   f"{message!r}")
     except Exception as error:  # noqa: BLE001
         _fail(f"split_heads with d_model = 10, n_heads = 4 should raise ValueError; it raised "
-              f"{describe_exception(error)}")
+              f"{describe_failure(split_heads, error).removeprefix('split_heads raised ')}")
     else:
         _fail(f"split_heads with d_model = 10 and n_heads = 4 should raise ValueError (4 does not divide 10); it "
               f"returned {show(result, 120)}")

@@ -8,12 +8,15 @@ message rather than the frames of this package.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import warnings
 from typing import Callable
 
 import numpy as np
 
-from attention_lab.learner_calls import call_learner
-from attention_lab.worked import SelfCheckFailed, describe_exception
+from attention_lab.learner_calls import time_limit
+from attention_lab.worked import SelfCheckFailed, changed_arguments, describe_failure, in_place_message
 
 CALL_SECONDS = 5.0  # a correct answer takes milliseconds on the checks' inputs
 
@@ -40,35 +43,70 @@ def learner_name(function) -> str:
     return getattr(function, "__name__", "your function")
 
 
-def call(function: Callable, *args, seconds: float = CALL_SECONDS, copy_arrays: bool = True, **kwargs):
-    """Call a learner's function quietly, with a time limit; an exception becomes one plain-words failure.
+def _copy(value):
+    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
+
+def call_recording_warnings(function: Callable, *args, seconds: float = CALL_SECONDS,
+                            **kwargs) -> tuple[object, list[str]]:
+    """Call a learner's function on copies of its arrays, quietly and with a time limit; record its warnings.
+
+    This is how every visible self-check calls learners' code, so that each
+    checks what the grader charges without hidden inputs: the function must
+    not raise, must finish in time and must leave its inputs unchanged.
+    Warnings are recorded with NumPy's default error handling (overflow, 0/0
+    and log 0 warn; underflow to 0 is harmless and does not).
 
     Parameters
     ----------
     function : callable
     *args, **kwargs
-        Passed on to ``function``.
+        Passed on to ``function``; arrays as copies, so a function that
+        modifies its inputs cannot spoil the inputs of later tests.
     seconds : float
         Time limit for the call.
-    copy_arrays : bool
-        Pass copies of array arguments, so a function that modifies its
-        inputs cannot spoil the inputs of later tests.
 
     Returns
     -------
-    object
+    result : object
         What ``function`` returned.
+    warnings : list of str
+        ``"RuntimeWarning: overflow encountered in exp"``, ... in the order emitted.
 
     Raises
     ------
     SelfCheckFailed
-        If the function raises or runs out of time, naming the function and the error.
+        If the function raises (naming the error, or saying that it is not
+        answered yet), runs out of time, or modifies an array argument in
+        place (naming the argument).
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    used_args, used_kwargs = tuple(_copy(a) for a in args), {k: _copy(v) for k, v in kwargs.items()}
+    sink = io.StringIO()
     try:
-        return call_learner(function, *args, seconds=seconds, copy_arrays=copy_arrays, **kwargs)
+        with warnings.catch_warnings(record=True) as caught, \
+                np.errstate(over="warn", divide="warn", invalid="warn", under="ignore"), \
+                contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), time_limit(seconds):
+            warnings.simplefilter("always")
+            result = function(*used_args, **used_kwargs)
     except Exception as error:  # noqa: BLE001 — any failure of learners' code becomes a message
-        raise SelfCheckFailed(f"{learner_name(function)} raised {describe_exception(error)}") from None
+        raise SelfCheckFailed(describe_failure(function, error, seconds)) from None
+    changed = changed_arguments(function, args, used_args, kwargs, used_kwargs)
+    if changed:
+        fail(in_place_message(learner_name(function), changed))
+    return result, [f"{w.category.__name__}: {w.message}" for w in caught]
+
+
+def call(function: Callable, *args, seconds: float = CALL_SECONDS, **kwargs):
+    """:func:`call_recording_warnings` without the warnings: what the function returned.
+
+    Raises
+    ------
+    SelfCheckFailed
+        If the function raises, runs out of time, or modifies an array argument in place.
+    """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    return call_recording_warnings(function, *args, seconds=seconds, **kwargs)[0]
 
 
 def float_array(what: str, value, shape: tuple[int, ...], *, sep: str = "; ", kinds: str = "f",

@@ -25,8 +25,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.resources
+import inspect
 import io
 import json
+import linecache
 import math
 import numbers
 import warnings
@@ -37,11 +39,24 @@ import numpy as np
 from attention_lab.learner_calls import FunctionTimedOut, time_limit
 
 CALL_SECONDS = 5.0  # a correct answer takes milliseconds on a worked case
-FORMAT = 1  # version of the JSON layout written by autograder.worked_cases
+FORMAT = 2  # version of the JSON layout written by autograder.worked_cases (2: cases carry exact_dtype)
 
 
 class SelfCheckFailed(AssertionError):
-    """A visible self-check failed; the message explains what is wrong."""
+    """A visible self-check failed; the message explains what is wrong.
+
+    In a notebook the message is all the learner sees: :meth:`_render_traceback_`
+    is IPython's documented protocol for an exception's own traceback
+    ("Integrating your objects with IPython", custom exception tracebacks), so
+    no frame of this package (and no path of the machine it is installed on)
+    comes before or after it — also in nbgrader's Validate report and in the
+    feedback of a graded notebook, which show the same lines.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        """The lines IPython shows instead of a traceback: the message, marked as a failed check."""
+        lines = str(self).splitlines() or ["the self-check failed"]
+        return [f"✗ {lines[0]}", *lines[1:]]
 
 
 # ---------------------------------------------------------------- JSON encoding of values
@@ -204,7 +219,8 @@ def _number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
-def _array_difference(got, want: np.ndarray, rtol: float, atol: float, name: str) -> str | None:
+def _array_difference(got, want: np.ndarray, rtol: float, atol: float, name: str,
+                      exact_dtype: bool = False) -> str | None:
     if not isinstance(got, np.ndarray):
         return f"wrong type for {name}: expected a NumPy array, got {_type_name(got)}"
     got = np.asarray(got)
@@ -219,6 +235,8 @@ def _array_difference(got, want: np.ndarray, rtol: float, atol: float, name: str
     allowed, words = kinds[want.dtype.kind]
     if got.dtype.kind not in allowed:
         return f"wrong dtype for {name}: expected {words} array, got dtype {got.dtype}"
+    if exact_dtype and got.dtype != want.dtype:
+        return f"wrong dtype for {name}: expected {want.dtype}, the dtype of the input, got {got.dtype}"
     if want.dtype.kind != "f":
         wrong = got != want
         return f"wrong entries in {name} {_where(wrong)}" if wrong.any() else None
@@ -236,7 +254,8 @@ def _array_difference(got, want: np.ndarray, rtol: float, atol: float, name: str
     return None
 
 
-def describe_difference(got, want, *, rtol: float = 1e-4, atol: float = 1e-6, name: str = "the result") -> str | None:
+def describe_difference(got, want, *, rtol: float = 1e-4, atol: float = 1e-6, name: str = "the result",
+                        exact_dtype: bool = False) -> str | None:
     """The first way ``got`` differs from ``want``, in plain words, or None when they agree.
 
     Checks the type, then the structure (tuple length), shape, dtype kind,
@@ -253,6 +272,9 @@ def describe_difference(got, want, *, rtol: float = 1e-4, atol: float = 1e-6, na
         Tolerances for floating-point values, as in :func:`numpy.allclose`.
     name : str, or tuple of str for tuple results
         How the value is called in the message ("the weights").
+    exact_dtype : bool
+        Arrays must have exactly the expected dtype (float16 in, float16 out),
+        not only the same kind.
 
     Returns
     -------
@@ -266,13 +288,14 @@ def describe_difference(got, want, *, rtol: float = 1e-4, atol: float = 1e-6, na
         if len(got) != len(want):
             return f"wrong number of values: expected a tuple of {len(want)} ({', '.join(names)}), got {len(got)}"
         for item, expected, item_name in zip(got, want, names):
-            difference = describe_difference(item, expected, rtol=rtol, atol=atol, name=item_name)
+            difference = describe_difference(item, expected, rtol=rtol, atol=atol, name=item_name,
+                                             exact_dtype=exact_dtype)
             if difference:
                 return difference
         return None
     name = names[0] if names else name
     if isinstance(want, np.ndarray):
-        return _array_difference(got, want, rtol, atol, name)
+        return _array_difference(got, want, rtol, atol, name, exact_dtype)
     if isinstance(want, (bool, np.bool_)):
         if not isinstance(got, (bool, np.bool_)):
             return f"wrong type for {name}: expected a boolean, got {_type_name(got)}"
@@ -366,9 +389,8 @@ def failing_properties(got, want, *, rtol: float = 1e-4, atol: float = 1e-6) -> 
 
 
 # ---------------------------------------------------------------- exceptions raised by a learner's function
+# (an untouched answer and a time-out get their own words in describe_failure)
 _EXCEPTION_HINTS = (
-    ("NotImplementedError", "you have not written this function yet"),
-    ("FunctionTimedOut", "look for a loop that never ends"),
     ("could not be broadcast", "keep the axis you reduce over (keepdims=True) so that the shapes line up"),
     ("core dimension", "check the shapes you multiply: (..., n, k) @ (..., k, m); to transpose a batch of "
                        "matrices, transpose only the last two axes (np.swapaxes(a, -1, -2); a.T reverses all of them)"),
@@ -378,10 +400,128 @@ _EXCEPTION_HINTS = (
 
 
 def describe_exception(error: BaseException) -> str:
-    """``"ValueError: message — hint"``: an exception from a learner's function, with a hint where one is known."""
-    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    """``"ValueError: message — hint"``: an exception from a learner's function, with a hint where one is known.
+
+    An exception without a message is named by its type alone (``"ValueError"``),
+    with no colon and no dash unless a hint follows.
+    """
+    message = str(error).strip()
+    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
     hint = next((h for key, h in _EXCEPTION_HINTS if key in text), None)
     return text + (f" — {hint}" if hint else "")
+
+
+def _innermost_learner_frame(function: Callable, error: BaseException):
+    """The innermost traceback entry that runs code of the learner's notebook (where ``function`` was defined)."""
+    namespace = getattr(function, "__globals__", None)
+    found, tb = None, error.__traceback__
+    while tb is not None:
+        if namespace is not None and tb.tb_frame.f_globals is namespace:
+            found = tb
+        tb = tb.tb_next
+    return found
+
+
+def _raised_in(function: Callable, error: BaseException) -> str | None:
+    """The other function of the learner's notebook that raised ``error`` inside ``function``, if any."""
+    tb = _innermost_learner_frame(function, error)
+    inner = tb.tb_frame.f_code.co_name if tb is not None else None
+    return None if inner is None or inner.startswith("<") or inner == getattr(function, "__name__", None) else inner
+
+
+def _line_of(tb) -> str:
+    """``"line 3 of your softmax: return e / e.sum()"`` for one traceback entry of a learner's cell."""
+    code = tb.tb_frame.f_code
+    text = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+    return f"line {tb.tb_lineno} of your {code.co_name}" + (f": {text}" if text else "")
+
+
+def describe_failure(function: Callable, error: BaseException, seconds: float = CALL_SECONDS,
+                     indent: str = "  ") -> str:
+    """What went wrong when a self-check called a learner's function, in plain words.
+
+    An untouched answer (``raise NotImplementedError()``) is "not answered
+    yet" — this function, or another function of the notebook it calls; a
+    time-out names the limit; any other exception is named with its message
+    (see :func:`describe_exception`), the other function of the notebook it
+    came from, and the line of the learner's code that raised it.
+
+    Parameters
+    ----------
+    function : callable
+        The learner's function the self-check called.
+    error : BaseException
+        What the call raised.
+    seconds : float
+        The call's time limit, for the message of a time-out.
+    indent : str
+        Put before the second line (the line of the learner's code).
+
+    Returns
+    -------
+    str
+        One line, or two when the line of the learner's code is known.
+    """
+    name = getattr(function, "__name__", "your function")
+    if isinstance(error, FunctionTimedOut):
+        return f"{name} did not finish within {seconds:g} s — look for a loop that never ends"
+    inner = _raised_in(function, error)
+    if is_a(error, "NotImplementedError"):
+        note = f" ({type(error).__name__}: {str(error).strip()})" if str(error).strip() else ""
+        if inner is None:
+            return (f"{name} is not answered yet{note}: write its code in place of `raise NotImplementedError()` "
+                    "and run its cell again")
+        return f"{name} calls {inner}, which is not answered yet{note}: answer {inner} first, then run this check again"
+    text = describe_exception(error)
+    if inner:  # "ValueError in softmax: message — hint"
+        text = f"{type(error).__name__} in {inner}{text[len(type(error).__name__):]}"
+    tb = _innermost_learner_frame(function, error)
+    return f"{name} raised {text}" + (f"\n{indent}at {_line_of(tb)}" if tb is not None else "")
+
+
+def changed_arguments(function: Callable, originals: tuple, used: tuple, kwargs: dict | None = None,
+                      used_kwargs: dict | None = None, names: list[str] | None = None) -> list[str]:
+    """Names of the array arguments a call changed in place (``used`` were passed, ``originals`` are copies).
+
+    Parameters
+    ----------
+    function : callable
+        The learner's function (its signature names the positional arguments).
+    originals, used : tuple
+        Untouched copies of the positional arguments, and the ones the function received.
+    kwargs, used_kwargs : dict, optional
+        The same for keyword arguments.
+    names : list of str, optional
+        Names of the positional arguments, when known better than from the signature.
+
+    Returns
+    -------
+    list of str
+        ``"x"``, ``"mask"``, ... (``"argument 3"`` only when the signature gives no name).
+    """
+    if names is None:
+        try:
+            names = [p.name for p in inspect.signature(function).parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            names = []
+    pairs = [(names[i] if i < len(names) else f"argument {i + 1}", a, b) for i, (a, b) in enumerate(zip(originals, used))]
+    pairs += [(key, (kwargs or {})[key], (used_kwargs or {})[key]) for key in (kwargs or {})]
+    changed = []
+    for name, original, now in pairs:
+        if isinstance(original, np.ndarray) and not (
+                isinstance(now, np.ndarray) and now.shape == original.shape
+                and np.array_equal(now, original, equal_nan=original.dtype.kind in "fc")):
+            changed.append(name)
+    return changed
+
+
+def in_place_message(function_name: str, changed: list[str]) -> str:
+    """The failure for a call that changed its inputs: names the arguments."""
+    what = " and ".join(changed)
+    return (f"{function_name} modified its argument{'s' * (len(changed) > 1)} {what} in place; compute a new array "
+            f"instead and leave {what} as {'they were' if len(changed) > 1 else 'it was'} (the caller still needs "
+            f"{'them' if len(changed) > 1 else 'it'})")
 
 
 def is_a(error: BaseException, class_name: str) -> bool:
@@ -407,7 +547,7 @@ def worked_cases(assignment_name: str, function_name: str | None = None) -> list
 
     Each case is a dict with ``function``, ``description``, ``arg_names``,
     ``args``, ``kwargs``, ``outputs``, ``rtol``, ``atol``, ``raises``,
-    ``no_warnings``, ``expected`` and ``mistakes`` (values still encoded; see
+    ``no_warnings``, ``exact_dtype``, ``expected`` and ``mistakes`` (values still encoded; see
     :func:`decode`).
 
     Raises
@@ -423,7 +563,10 @@ def worked_cases(assignment_name: str, function_name: str | None = None) -> list
 
 # ---------------------------------------------------------------- running a learner's function on a case
 def _call(function: Callable, case: dict, seconds: float):
-    """``(result, error, warned)`` of the learner's function on fresh copies of the case's inputs."""
+    """``(result, error, warned, changed)`` of the learner's function on fresh copies of the case's inputs.
+
+    ``changed`` names the array arguments the function modified in place.
+    """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     args = decode(case["args"])
     kwargs = {k: decode(v) for k, v in case["kwargs"].items()}
@@ -437,8 +580,10 @@ def _call(function: Callable, case: dict, seconds: float):
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), time_limit(seconds):
                 result = function(*args, **kwargs)
         except Exception as error:  # noqa: BLE001 — any failure of learners' code becomes a message
-            return None, error, []
-    return result, None, [str(w.message) for w in caught]
+            return None, error, [], []
+    changed = changed_arguments(function, decode(case["args"]), args,
+                                {k: decode(v) for k, v in case["kwargs"].items()}, kwargs, names=case["arg_names"])
+    return result, None, [str(w.message) for w in caught], changed
 
 
 def _call_text(case: dict) -> str:
@@ -457,7 +602,7 @@ def _known_mistakes(case: dict, result, error) -> list[dict]:
             if error is not None and is_a(error, mistake["raises"]):
                 matches.append(mistake)
         elif error is None and describe_difference(result, decode(mistake["result"]), rtol=case["rtol"],
-                                                   atol=case["atol"]) is None:
+                                                   atol=case["atol"], exact_dtype=case["exact_dtype"]) is None:
             matches.append(mistake)
     # a mistake made in the checked function itself comes first
     return sorted(matches, key=lambda m: case["function"] not in m.get("functions", m["cells"]))
@@ -500,27 +645,30 @@ def check_one_case(case: dict, function: Callable, seconds: float | None = None)
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     seconds = CALL_SECONDS if seconds is None else seconds
-    result, error, warned = _call(function, case, seconds)
+    result, error, warned, changed = _call(function, case, seconds)
     name = case["function"]
+    if error is not None and is_a(error, "NotImplementedError"):  # this function, or one it calls, is a stub
+        raise SelfCheckFailed(describe_failure(function, error, seconds))
+    if changed:
+        raise _failure(case, in_place_message(name, changed), [])
     if case["raises"] is not None:
         if error is not None and is_a(error, case["raises"]):
             return
-        problem = (f"{name} should raise {case['raises']} on these inputs, but it raised {describe_exception(error)}"
+        problem = (f"{name} should raise {case['raises']} on these inputs, but it raised "
+                   f"{describe_failure(function, error, seconds, ' ' * 12).removeprefix(name + ' raised ')}"
                    if error is not None else
                    f"{name} should raise {case['raises']} on these inputs, but it returned {show(result)}")
         matches = _known_mistakes(case, result, error)
         raise _failure(case, problem, [_mistake_text(case, matches)] if matches else [])
     if error is not None:
         matches = _known_mistakes(case, None, error)
-        if isinstance(error, FunctionTimedOut):
-            problem = f"{name} did not finish within {seconds:g} s — look for a loop that never ends"
-        else:
-            problem = f"{name} raised {describe_exception(error)}"
-        raise _failure(case, problem, [_mistake_text(case, matches)] if matches else [])
+        raise _failure(case, describe_failure(function, error, seconds, indent=" " * 12),
+                       [_mistake_text(case, matches)] if matches else [])
     expected = decode(case["expected"])
     outputs = tuple(case["outputs"])
     difference = describe_difference(result, expected, rtol=case["rtol"], atol=case["atol"],
-                                     name=outputs if len(outputs) > 1 else outputs[0])
+                                     name=outputs if len(outputs) > 1 else outputs[0],
+                                     exact_dtype=case["exact_dtype"])
     if difference is None:
         if case["no_warnings"] and warned:
             raise _failure(case, f"{name} returned the right result but warned: {warned[0]}", [
@@ -535,7 +683,7 @@ def check_one_case(case: dict, function: Callable, seconds: float | None = None)
 
 
 def check_worked_cases(assignment_name: str, function_name: str, function: Callable, *,
-                       seconds: float | None = None) -> None:
+                       seconds: float | None = None, select: Callable[[dict], bool] | None = None) -> None:
     """Run a learner's function on the assignment's worked cases for it; print one ✓ line when all pass.
 
     The function is called on fresh copies of each case's inputs, quietly
@@ -551,6 +699,9 @@ def check_worked_cases(assignment_name: str, function_name: str, function: Calla
         The learner's function.
     seconds : float, optional
         Time limit per call (default :data:`CALL_SECONDS`).
+    select : callable, optional
+        ``select(case) -> bool`` keeps only some of the function's cases (a
+        step that checks one feature of the function, e.g. ``scale=False``).
 
     Raises
     ------
@@ -565,7 +716,7 @@ def check_worked_cases(assignment_name: str, function_name: str, function: Calla
         If the package holds no worked cases for the assignment.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    cases = worked_cases(assignment_name, function_name)
+    cases = [case for case in worked_cases(assignment_name, function_name) if select is None or select(case)]
     if not cases:
         raise LookupError(f"assignment {assignment_name} has no worked cases for {function_name}")
     for case in cases:

@@ -74,7 +74,8 @@ def _differs(case_data: dict, outcome: dict, expected: dict) -> bool:
     if "raises" in outcome or "raises" in expected:
         return outcome.get("raises") != expected.get("raises")
     return worked.describe_difference(worked.decode(outcome["result"]), worked.decode(expected["result"]),
-                                      rtol=case_data["rtol"], atol=case_data["atol"]) is not None
+                                      rtol=case_data["rtol"], atol=case_data["atol"],
+                                      exact_dtype=case_data["exact_dtype"]) is not None
 
 
 def case_data(assignment: Assignment, case: Case, namespaces: Mapping[str, dict], solution: dict) -> dict:
@@ -112,6 +113,7 @@ def case_data(assignment: Assignment, case: Case, namespaces: Mapping[str, dict]
         "atol": case.atol,
         "raises": case.raises,
         "no_warnings": case.no_warnings,
+        "exact_dtype": case.exact_dtype,
     }
     expected = _run(reference, data)
     if "unstorable" in expected:

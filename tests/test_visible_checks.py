@@ -1,5 +1,7 @@
 """The visible self-checks: silent on correct answers, and a plain-words diagnosis of each known mistake."""
 
+import re
+
 import pytest
 
 from attention_lab import checks
@@ -12,6 +14,7 @@ from notebook_harness import namespace_with
 ALL_CHECKS = [
     ("check_softmax", ["softmax"]),
     ("check_attention_scores", ["attention_scores"]),
+    ("check_scaling", ["attention_scores"]),
     ("check_causal_mask", ["causal_mask"]),
     ("check_scaled_dot_product_attention", ["scaled_dot_product_attention"]),
     ("check_causal_self_attention", ["causal_self_attention"]),
@@ -28,15 +31,15 @@ DIAGNOSES = {
     "one_step_future": "check_causal_mask",
     "softmax_wrong_axis": "check_softmax",
     "softmax_no_max_subtraction": "check_softmax",
-    "scale_by_d": "check_attention_scores",
-    "no_scaling": "check_attention_scores",
+    "scale_by_d": "check_scaling",
+    "no_scaling": "check_scaling",
     "mask_with_zero": "check_scaled_dot_product_attention",
     "mask_after_softmax": "check_scaled_dot_product_attention",
     "keys_times_queries": "check_attention_scores",
     "entropy_in_bits": "check_attention_entropy",
     "self_attention_shares_projection": "check_causal_self_attention",
 }
-PASSED_LINES = 18  # ✓ lines of all the self-checks on a correct solution
+PASSED_LINES = 20  # ✓ lines of all the self-checks on a correct solution
 
 
 def run_all(namespace):
@@ -122,10 +125,12 @@ def test_scaling_fact_reports_entropies_in_nats(capsys):
     assert "nats" in capsys.readouterr().out
 
 
-def test_expect_shapes_fails_on_the_release_stub():
+def test_expect_shapes_fails_on_the_release_stub_in_plain_words():
     namespace = namespace_with({"softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()"})
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(checks.SelfCheckFailed) as failure:
         checks.expect_shapes(namespace["softmax"], [(2, 3)], __import__("numpy").zeros((2, 3)))
+    assert str(failure.value) == ("softmax is not answered yet: write its code in place of "
+                                  "`raise NotImplementedError()` and run its cell again")
 
 
 def test_expect_shapes_does_not_charge_an_unfinished_earlier_step(capsys):
@@ -155,7 +160,9 @@ def test_expect_shapes_does_not_charge_a_missing_earlier_function(capsys):
 
 
 @pytest.mark.parametrize("returned, error, message", [
-    ("w @ V.T, w", ValueError, "matmul"),  # an error in the function's own code is charged
+    # an error in the function's own code is charged, with the line that raised it
+    ("w @ V.T, w", checks.SelfCheckFailed,
+     r"^scaled_dot_product_attention raised ValueError: matmul.*\n  at line 3 of your scaled_dot_product_attention"),
     ("w, w @ V", checks.SelfCheckFailed, r"returned \(weights, output\)"),  # a swapped pair is named
 ])
 def test_expect_shapes_charges_the_functions_own_mistakes(returned, error, message):
@@ -181,7 +188,7 @@ def test_raw_numpy_errors_become_plain_hints():
         checks.check_softmax(namespace["softmax"])
     answers["causal_mask"] = "def causal_mask(T):\n    raise NotImplementedError()"
     namespace = namespace_with(answers)
-    with pytest.raises(checks.SelfCheckFailed, match=r"you have not written this function yet"):
+    with pytest.raises(checks.SelfCheckFailed, match=r"^causal_mask is not answered yet"):
         checks.check_causal_mask(namespace["causal_mask"])
 
 
@@ -195,3 +202,97 @@ def test_a_hanging_earlier_function_does_not_fail_the_visible_part(monkeypatch, 
     assert "not checked here" in capsys.readouterr().out
     with pytest.raises(checks.SelfCheckFailed, match="look for a loop that never ends"):
         checks.check_softmax(namespace["softmax"])
+
+
+# ---- issue 9 §4: the visible checks agree with the grader, in plain words --------------------------------
+
+IN_PLACE_SOFTMAX = ("def softmax(x, axis=-1):\n    x -= x.max(axis=axis, keepdims=True)\n    np.exp(x, out=x)\n"
+                    "    x /= x.sum(axis=axis, keepdims=True)\n    return x")
+
+
+def test_a_softmax_that_modifies_its_input_fails_its_self_check_naming_the_argument():
+    namespace = namespace_with({**solution_cells(read(SOURCE_NB)), "softmax": IN_PLACE_SOFTMAX})
+    with pytest.raises(checks.SelfCheckFailed, match="softmax modified its argument x in place; compute a new array"):
+        checks.check_softmax(namespace["softmax"])
+
+
+@pytest.mark.parametrize("unscaled", [
+    MISTAKES["no_scaling"].cells["attention_scores"],
+    "def attention_scores(Q, K, scale=True):\n    if scale:\n        raise NotImplementedError()\n"
+    "    return Q @ np.swapaxes(K, -1, -2)",  # step 3 not written yet
+])
+def test_step_2s_check_tests_scale_false_only_and_step_3s_the_scaling(unscaled, capsys):
+    namespace = namespace_with({**solution_cells(read(SOURCE_NB)), "attention_scores": unscaled})
+    checks.check_attention_scores(namespace["attention_scores"])
+    assert "known mistake" not in capsys.readouterr().out
+    with pytest.raises(checks.SelfCheckFailed):
+        checks.check_scaling(namespace["attention_scores"])
+
+
+def test_step_2s_check_still_catches_a_wrong_product():
+    namespace = namespace_with({**solution_cells(read(SOURCE_NB)), **MISTAKES["keys_times_queries"].cells})
+    with pytest.raises(checks.SelfCheckFailed, match="K Qᵀ instead of Q Kᵀ"):
+        checks.check_attention_scores(namespace["attention_scores"])
+
+
+def test_fact_3_fails_for_scores_divided_by_d_k_and_says_why(capsys):
+    namespace = namespace_with({**solution_cells(read(SOURCE_NB)), **MISTAKES["scale_by_d"].cells})
+    with pytest.raises(checks.SelfCheckFailed) as failure:
+        checks.check_scaling_prevents_saturation(namespace["scaled_dot_product_attention"],
+                                                 namespace["attention_entropy"])
+    message = str(failure.value)
+    assert message.startswith("the scaled weights are almost uniform: entropy 3.46 nats")
+    assert "divide them by √d_k, not by d_k" in message
+    assert "scaled 3.46 nats" in capsys.readouterr().out
+
+
+def test_fact_3_text_says_what_the_check_tests_and_matches_the_printed_values(capsys):
+    scaled, unscaled = checks.check_scaling_prevents_saturation(reference.scaled_dot_product_attention,
+                                                                reference.attention_entropy)
+    printed = capsys.readouterr().out
+    assert f"scaled {scaled:.2f} nats, unscaled {unscaled:.2f} nats (uniform would be ln 32 = 3.47)" in printed
+    text = " ".join(next(c.source for c in read(SOURCE_NB).cells if c.source.startswith("**Fact 3")).split())
+    assert "close to the" not in text and "ceiling 3.47" not in text
+    assert f"about {unscaled:.1f} nats" in text and f"about {scaled:.1f} nats" in text and r"\ln 32 \approx 3.47" in text
+    low, high = checks.SCALED_GAP
+    assert f"between {low:g} and {high:g} nats below" in text and "below half the scaled one" in text
+
+
+def test_a_nan_entropy_is_explained_as_0_log_0():
+    naive = "def attention_entropy(weights):\n    return -np.sum(weights * np.log(weights), axis=-1)"
+    namespace = namespace_with({**solution_cells(read(SOURCE_NB)), "attention_entropy": naive})
+    with pytest.raises(checks.SelfCheckFailed, match=r"0 · log 0 is 0 · \(−inf\) = NaN"):
+        checks.check_attention_entropy(namespace["attention_entropy"])
+
+
+@pytest.mark.parametrize("mistake, function", [
+    ("softmax_wrong_axis", "revisit scaled_dot_product_attention (step 5)"),
+    ("mask_after_softmax", "revisit scaled_dot_product_attention (step 5)"),
+    ("mask_with_zero", "revisit scaled_dot_product_attention (step 5)"),
+])
+def test_fact_1_says_which_function_to_revisit(mistake, function):
+    namespace = namespace_with({**solution_cells(read(SOURCE_NB)), **MISTAKES[mistake].cells})
+    with pytest.raises(checks.SelfCheckFailed, match=re.escape(function)):
+        checks.check_rows_are_weighted_averages(namespace["scaled_dot_product_attention"])
+
+
+def test_an_exception_without_a_message_is_named_by_its_type_with_no_dangling_dash():
+    namespace = namespace_with({"softmax": "def softmax(x, axis=-1):\n    raise ValueError()"})
+    with pytest.raises(checks.SelfCheckFailed) as failure:
+        checks.check_softmax(namespace["softmax"])
+    assert "problem:  softmax raised ValueError\n            at line 2 of your softmax" in str(failure.value)
+    assert "ValueError:" not in str(failure.value) and "— " not in str(failure.value)
+
+
+def test_a_function_that_calls_an_unanswered_one_names_it():
+    answers = {**solution_cells(read(SOURCE_NB)), "softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()"}
+    namespace = namespace_with(answers)
+    with pytest.raises(checks.SelfCheckFailed, match="scaled_dot_product_attention calls softmax, which is not answered "
+                                                     "yet: answer softmax first"):
+        checks.check_scaled_dot_product_attention(namespace["scaled_dot_product_attention"])
+
+
+def test_in_a_notebook_a_failed_self_check_shows_only_its_message():
+    """IPython's protocol for an exception's own traceback: no frame of attention_lab, the message first."""
+    failure = checks.SelfCheckFailed("softmax fails the worked case …:\n  problem:  wrong values")
+    assert failure._render_traceback_() == ["✗ softmax fails the worked case …:", "  problem:  wrong values"]

@@ -1,0 +1,85 @@
+"""Run a source notebook's self-check cells on an answer, in this process (a fast model of Run All).
+
+An assignment's self-check cells are its read-only code cells named ``check_*``
+(one or more after each answer) and ``fact_*`` (the facts after the last step).
+The self-checks of a step are the ``check_*`` cells between the previous
+autograder-test cell and the step's own. A cell runs in a namespace made like
+the kernel's: the setup cell (without its ``%`` magics), then the source
+solution with some cells replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+from dataclasses import dataclass
+
+import matplotlib
+
+from attention_lab.worked import SelfCheckFailed
+from autograder import answers
+from autograder.notebook_cells import nbgrader_meta, read_json
+from autograder.spec import Assignment
+
+matplotlib.use("Agg")  # the setup cell imports pyplot; no window in tests
+
+SELF_CHECK_PREFIXES = ("check_", "fact_")
+
+
+@dataclass(frozen=True)
+class Cells:
+    """The parts of a source notebook the self-checks need."""
+
+    setup: str
+    self_checks: dict[str, str]  # grade_id → source, in notebook order
+    of_step: dict[str, tuple[str, ...]]  # autograder-test grade_id → its step's check_* grade_ids
+
+
+def is_self_check(cell) -> bool:
+    """A read-only, ungraded code cell named ``check_*`` or ``fact_*``."""
+    meta = nbgrader_meta(cell)
+    return (cell["cell_type"] == "code" and meta.get("locked") and not meta.get("grade")
+            and not meta.get("solution") and meta.get("grade_id", "").startswith(SELF_CHECK_PREFIXES))
+
+
+def cells_of(assignment: Assignment) -> Cells:
+    return _cells(assignment.name, assignment.notebook)
+
+
+@functools.lru_cache(maxsize=None)
+def _cells(name: str, notebook: str) -> Cells:
+    nb = read_json(answers.REPO / "source" / name / notebook)
+    setup, self_checks, of_step, pending = "", {}, {}, []
+    for cell in nb["cells"]:
+        meta = nbgrader_meta(cell)
+        grade_id = meta.get("grade_id", "")
+        if grade_id == "setup":
+            setup = "\n".join(line for line in cell["source"].splitlines() if not line.lstrip().startswith("%"))
+        elif is_self_check(cell):
+            self_checks[grade_id] = cell["source"]
+            if grade_id.startswith("check_"):
+                pending.append(grade_id)
+        elif cell["cell_type"] == "code" and meta.get("grade") and not meta.get("solution"):
+            of_step[grade_id], pending = tuple(pending), []
+    return Cells(setup, self_checks, of_step)
+
+
+def namespace_for(assignment: Assignment, cells: dict[str, str]) -> dict:
+    """The kernel's namespace after the setup cell and the solution with ``cells`` (grade_id → source) replaced."""
+    namespace = answers.answer_namespace(assignment.name, assignment.notebook, cells)
+    exec(cells_of(assignment).setup, namespace)
+    return namespace
+
+
+def verdict(namespace: dict, source: str) -> str | None:
+    """None when the self-check cell passes; its message when it fails with :class:`SelfCheckFailed`.
+
+    Any other exception propagates: a self-check must fail in plain words, never with a raw error.
+    """
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            answers.run_cell(source, namespace)
+    except SelfCheckFailed as failure:
+        return str(failure)
+    return None
