@@ -31,6 +31,7 @@ import json
 import linecache
 import math
 import numbers
+import textwrap
 import warnings
 from typing import Any, Callable
 
@@ -53,10 +54,17 @@ class SelfCheckFailed(AssertionError):
     feedback of a graded notebook, which show the same lines.
     """
 
+    WIDTH = 80  # nbgrader's Validate (width 90, indent 4) cuts longer lines; notebooks wrap them anyway
+
     def _render_traceback_(self) -> list[str]:
-        """The lines IPython shows instead of a traceback: the message, marked as a failed check."""
-        lines = str(self).splitlines() or ["the self-check failed"]
-        return [f"✗ {lines[0]}", *lines[1:]]
+        """The lines IPython shows instead of a traceback: the message, marked as a failed check, wrapped."""
+        lines = (str(self) or "the self-check failed").splitlines()
+        lines[0] = f"✗ {lines[0]}"
+        rendered = []
+        for line in lines:
+            lead = line[: len(line) - len(line.lstrip())]
+            rendered += textwrap.wrap(line, self.WIDTH, subsequent_indent=lead + "  ", break_on_hyphens=False) or [""]
+        return rendered
 
 
 # ---------------------------------------------------------------- JSON encoding of values

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import re
 from dataclasses import dataclass
 
 import matplotlib
@@ -83,3 +84,31 @@ def verdict(namespace: dict, source: str) -> str | None:
     except SelfCheckFailed as failure:
         return str(failure)
     return None
+
+
+def release_with(assignment: Assignment, cells: dict[str, str]):
+    """The release notebook answered with the source solution, ``cells`` (grade_id → source) replacing some answers."""
+    from autograder.notebook_cells import fill_release, read, solution_cells
+
+    source = answers.REPO / "source" / assignment.name / assignment.notebook
+    release = answers.REPO / "release" / assignment.name / assignment.notebook
+    return fill_release(read(release), {**solution_cells(read(source)), **cells})
+
+
+def first_mistake(assignment: Assignment) -> str:
+    """The bank mistake the notebook-wide tests fill a release with (the bank's first: a fixed choice)."""
+    return next(iter(assignment.mistakes))
+
+
+PLAIN = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def error_lines(output) -> list[str]:
+    """The lines a notebook shows for an error output (its traceback, without colours)."""
+    return [PLAIN.sub("", line) for chunk in output.get("traceback", []) for line in chunk.splitlines()]
+
+
+def our_frames(lines: list[str]) -> list[str]:
+    """Lines of a traceback that show a frame of this course's own package (or where it is installed)."""
+    return [line for line in lines if "attention_lab/" in line or str(answers.REPO) in line
+            or "site-packages" in line]

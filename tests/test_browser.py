@@ -6,14 +6,16 @@ Screenshots go to test-artifacts/browser/.
 """
 
 import os
+import re
 
+import nbformat
 import numpy as np
 import pytest
 
 from attention_lab import explorer as ex
 from browser_support import (CHROMIUM, HASH_JS, PIXEL_JS, course_copy, launch, lab_server, run_all,
                              slider_handle, wait_idle, wait_new_pixels)
-from conftest import REPO
+from conftest import ASSIGNMENT, REPO
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 ZERO_COLOUR = (np.array(ex.colormaps[ex.COLORMAP](0.0)[:3]) * 255).round()
@@ -27,11 +29,17 @@ from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def lab_course(tmp_path_factory):
+    """(base URL, course folder the Lab serves)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     root = course_copy(REPO, tmp_path_factory.mktemp("lab") / "course")
     with lab_server(root, ARTIFACTS / "jupyterlab.log") as base:
-        yield base
+        yield base, root
+
+
+@pytest.fixture(scope="module")
+def lab(lab_course):
+    return lab_course[0]
 
 
 @pytest.fixture(scope="module")
@@ -119,3 +127,55 @@ def test_nbgrader_validate_button_and_create_assignment_sidebar(lab, page):
     tab.click()
     expect(page.locator(".nbgrader-CellWidget").first).to_be_visible(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "create_assignment.png"))
+
+
+def test_run_all_on_a_notebook_with_a_mistake_shows_every_verdict_and_draws_the_explorer(lab_course, page):
+    """Issue 9 §5: the raises-exception tags keep Run All going past failing self-checks; each failure shows its
+    plain message first, with no frame of attention_lab, in the notebook and in the Validate dialog."""
+    from autograder.assignments import get
+    from self_check_harness import cells_of, first_mistake, is_self_check, namespace_for, release_with, verdict
+
+    base, root = lab_course
+    assignment = get(ASSIGNMENT)
+    cells = dict(assignment.mistakes[first_mistake(assignment)].cells)
+    nb = release_with(assignment, cells)
+    nbformat.write(nb, str(root / "release" / ASSIGNMENT / "with_a_mistake.ipynb"))
+    namespace = namespace_for(assignment, cells)
+    failing = {grade_id for grade_id, source in cells_of(assignment).self_checks.items() if verdict(namespace, source)}
+    code = [c for c in nb.cells if c.cell_type == "code"]
+
+    page.goto(f"{base}/lab/tree/release/{ASSIGNMENT}/with_a_mistake.ipynb?reset")
+    run_all(page)
+    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    dom_cells = panel.locator(".jp-Cell.jp-CodeCell")
+    expect(dom_cells).to_have_count(len(code))
+    explorer_image = dom_cells.nth(len(code) - 1).locator("img.widget-image")
+    expect(explorer_image).to_be_visible(timeout=120_000)  # the last cell ran: the explorer is drawn
+    page.wait_for_function(f"el => ({HASH_JS})(el) !== -1", arg=explorer_image.element_handle())
+    for index, cell in enumerate(code):
+        prompt = dom_cells.nth(index).locator(".jp-InputPrompt").first
+        expect(prompt).to_have_text(re.compile(r"\[\d+\]"), timeout=30_000)  # every cell ran
+        if not is_self_check(cell):
+            continue
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        shown = dom_cells.nth(index).locator(".jp-OutputArea").inner_text()
+        if grade_id in failing:
+            error = dom_cells.nth(index).locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+            text = error.inner_text().strip()
+            assert text.startswith("✗ "), f"{grade_id}: {text[:300]}"
+            assert "Traceback" not in text and "attention_lab/" not in text and str(root) not in text, text
+        else:
+            assert "✓" in shown and "✗" not in shown, f"{grade_id}: {shown[:300]}"
+    first = next(i for i, c in enumerate(code) if c.metadata.get("nbgrader", {}).get("grade_id") in failing)
+    dom_cells.nth(first).scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "run_all_with_a_mistake.png"))
+
+    panel.locator("jp-button.validate-button").click()
+    dialog = page.locator(".jp-Dialog-body")
+    expect(dialog).to_contain_text("failed", timeout=120_000)
+    text = dialog.inner_text()
+    assert text.count("✗ ") == len(failing), text[:3000]
+    assert "This looks like a known mistake: causal mask flipped" in text
+    assert "Traceback" not in text and "attention_lab/" not in text and str(root) not in text, text[:3000]
+    page.screenshot(path=str(ARTIFACTS / "validate_with_a_mistake.png"))
+    page.locator(".jp-Dialog .jp-mod-accept").first.click()

@@ -103,3 +103,99 @@ def test_source_notebook_executes_cleanly_with_its_visual_on_the_learners_functi
     assert not errors, errors
     assert len(widget_views(nb)) >= 1
     assert not any(o.get("name") == "stderr" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+# ---- issue 9 §5 and §8: a notebook with mistakes runs to the end; the texts say what grading does ------------
+
+ASSIGNMENT_NOTEBOOKS = sorted(p for folder in ("source", "release") for p in (REPO / folder).glob("*/*.ipynb"))
+POLICY = ("Each step is graded on its own: when a function you call from an earlier step is wrong or unfinished, "
+          "the grader answers those calls with the reference's values, so one mistake costs points once.")
+
+
+@pytest.mark.parametrize("path", ASSIGNMENT_NOTEBOOKS, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_code_cell_but_the_setup_carries_raises_exception_so_run_all_goes_on(path):
+    """JupyterLab sends such a cell with stop_on_error=False, nbclient does not stop at its error; nbgrader's
+    Validate and autograde run every cell anyway (allow_errors), so grading and Validate do not change."""
+    for cell in read(path).cells:
+        if cell.cell_type == "code":
+            tagged = "raises-exception" in cell.metadata.get("tags", [])
+            assert tagged == (nbgrader_meta(cell).get("grade_id") != "setup"), (path.name, cell.source[:80])
+
+
+def _words(text):
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_the_notebook_states_the_grading_policy_and_what_run_all_and_validate_do(name):
+    nb = read(REPO / "source" / name / ASSIGNMENTS[name].notebook)
+    texts = [_words(c.source) for c in nb.cells if c.cell_type == "markdown"]
+    everything = " ".join(texts)
+    assert POLICY in texts[0], "the introduction states the grading policy"
+    done = next(t for t in texts if t.startswith("## Done?"))
+    assert POLICY in done
+    assert "Run All Cells*. It runs every cell to the end, also past a self-check that fails: every self-check " \
+           "shows its verdict" in done
+    assert "click **Validate**: it lists every cell whose check fails" in done
+    for old in ("uses a correct version", "graded as if that earlier function", "graded given your earlier",
+                "cannot stand in"):
+        assert old not in everything, f"{name} still says {old!r}"
+
+
+def _explorer(nb):
+    return next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") in ("explorer", "explore"))
+
+
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_run_all_on_a_release_with_a_known_mistake_runs_to_the_end_with_every_verdict_and_the_visual(name):
+    from self_check_harness import error_lines, first_mistake, is_self_check, our_frames, release_with
+
+    assignment = ASSIGNMENTS[name]
+    nb = release_with(assignment, dict(assignment.mistakes[first_mistake(assignment)].cells))
+    # nbclient's default (allow_errors=False) stops at the first error of a cell without the tag
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}).execute()
+    failed = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        for error in errors:
+            assert not our_frames(error_lines(error)), "\n".join(error_lines(error))
+        if is_self_check(cell):
+            printed = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+            assert errors or "✓" in printed, f"{nbgrader_meta(cell)['grade_id']} shows no verdict"
+            for error in errors:
+                assert error.ename == "SelfCheckFailed" and error_lines(error)[0].startswith("✗ "), error_lines(error)
+            failed += bool(errors)
+    assert failed >= 1, "the mistake fails at least its own self-check"
+    assert widget_views_of(_explorer(nb)), "the explorer is drawn at the end"
+
+
+def widget_views_of(cell):
+    return [o for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+
+
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_run_all_on_the_untouched_release_runs_to_the_end_and_says_not_answered_yet(name):
+    from self_check_harness import error_lines, our_frames
+
+    path = REPO / "release" / name / ASSIGNMENTS[name].notebook
+    nb = read(path)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    last = [c for c in nb.cells if c.cell_type == "code"][-1]
+    assert last.execution_count is not None, "Run All reached the last cell"
+    plain = [error_lines(o) for c in nb.cells if c.cell_type == "code" for o in c.outputs
+             if o.output_type == "error" and o.ename == "SelfCheckFailed"]
+    assert plain and all(lines[0].startswith("✗ ") for lines in plain)
+    assert any("is not answered yet" in lines[0] for lines in plain)
+    assert not any(our_frames(error_lines(o)) for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                   if o.output_type == "error")
+
+
+def test_the_readme_tells_students_what_run_all_and_validate_do():
+    readme = " ".join((REPO / "README.md").read_text().split())
+    students = readme[readme.index("## For students"):readme.index("## For self-study learners")]
+    assert "it runs every cell to the end, also past a self-check that fails, so every self-check shows its " \
+           "verdict" in students
+    assert "click **Validate** in the notebook toolbar: it lists every cell whose check fails" in students
+    assert "is not answered yet" in students and "names the argument you modified" in students

@@ -296,3 +296,8 @@ def test_in_a_notebook_a_failed_self_check_shows_only_its_message():
     """IPython's protocol for an exception's own traceback: no frame of attention_lab, the message first."""
     failure = checks.SelfCheckFailed("softmax fails the worked case …:\n  problem:  wrong values")
     assert failure._render_traceback_() == ["✗ softmax fails the worked case …:", "  problem:  wrong values"]
+    long = checks.SelfCheckFailed("a hint " * 30 + "\n  problem:  " + "wrong " * 30)
+    lines = long._render_traceback_()
+    assert all(len(line) <= checks.SelfCheckFailed.WIDTH for line in lines)  # nbgrader validate cuts at 87
+    assert " ".join(" ".join(lines).split()) == "✗ " + " ".join(str(long).split())  # nothing lost
+    assert lines[-1].startswith("    wrong")  # a continuation keeps its line's indent
