@@ -373,7 +373,7 @@ def test_split_self_check_properties_in_plain_words():
                                                                                         "split_heads")
     in_place = "def split_heads(X, n_heads):\n    if X.shape[1] % n_heads:\n        raise ValueError(n_heads)\n" \
                "    H = X.reshape(len(X), n_heads, -1).transpose(1, 0, 2).copy()\n    X[:] = 0\n    return H"
-    assert "split_heads modified X in place" in _self_check({"split_heads": in_place}, "split_heads")
+    assert "split_heads modified its argument X in place" in _self_check({"split_heads": in_place}, "split_heads")
 
 
 def test_merge_round_trip_is_checked_only_with_a_working_split():
