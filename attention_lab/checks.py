@@ -210,6 +210,20 @@ def _unscaled(case: dict) -> bool:
     return worked.decode(case["kwargs"].get("scale", True)) is False
 
 
+def _batch_entries_on_their_own(attention_scores: Callable, rng: np.random.Generator, **scale) -> None:
+    """Fail unless a batch of 2 gives each entry the scores it gets alone (``scale`` passed on as given)."""
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    call = ", ".join(f"{k}={v}" for k, v in scale.items())
+    Q, K = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
+    batched = _array(f"attention_scores(Q, K{', ' * bool(call)}{call}) with a batch of 2",
+                     _quiet(attention_scores, Q, K, **scale), (2, 3, 5))
+    single = [_array(f"attention_scores(Q[{b}], K[{b}]{', ' * bool(call)}{call})",
+                     _quiet(attention_scores, Q[b], K[b], **scale), (3, 5)) for b in range(2)]
+    if not _close(batched, np.stack(single)):
+        _fail(f"with a leading batch dimension each batch entry should get its own Q Kᵀ{'' if scale else ' / √d_k'}; "
+              "transpose only the last two axes of K (K.T reverses all of them)")
+
+
 def check_attention_scores(attention_scores: Callable) -> None:
     """Self-check step 2, ``attention_scores(Q, K, scale=False)``: Q Kᵀ on the worked cases and with batch dimensions.
 
@@ -224,15 +238,7 @@ def check_attention_scores(attention_scores: Callable) -> None:
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("attention_scores", attention_scores, select=_unscaled)
 
-    rng = np.random.default_rng(1)
-    Q, K = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
-    batched = _array("attention_scores(Q, K, scale=False) with a batch of 2",
-                     _quiet(attention_scores, Q, K, scale=False), (2, 3, 5))
-    single = [_array(f"attention_scores(Q[{b}], K[{b}], scale=False)", _quiet(attention_scores, Q[b], K[b], scale=False),
-                     (3, 5)) for b in range(2)]
-    if not _close(batched, np.stack(single)):
-        _fail("with a leading batch dimension each batch entry should get its own Q Kᵀ; "
-              "transpose only the last two axes of K (K.T reverses all of them)")
+    _batch_entries_on_their_own(attention_scores, np.random.default_rng(1), scale=False)
     _ok("leading batch dimensions work: shape (batch, T_q, T_k)")
 
 
@@ -257,13 +263,7 @@ def check_scaling(attention_scores: Callable) -> None:
               f"{ratio:.4g}" + (" (not scaled at all)" if _close(ratio, 1.0) else ""))
     _ok("scale=True divides the scores by √d_k, scale=False leaves them as Q Kᵀ")
 
-    Q, K = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
-    batched = _array("attention_scores with a batch of 2", _quiet(attention_scores, Q, K), (2, 3, 5))
-    single = [_array(f"attention_scores(Q[{b}], K[{b}])", _quiet(attention_scores, Q[b], K[b]), (3, 5))
-              for b in range(2)]
-    if not _close(batched, np.stack(single)):
-        _fail("with a leading batch dimension each batch entry should get its own Q Kᵀ / √d_k; "
-              "transpose only the last two axes of K (K.T reverses all of them)")
+    _batch_entries_on_their_own(attention_scores, rng)
     _ok("leading batch dimensions work with scaling too: shape (batch, T_q, T_k)")
 
 

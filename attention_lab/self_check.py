@@ -1,9 +1,11 @@
 """Helpers shared by the visible self-check modules (``checks``, ``multi_head_checks``, ...).
 
 A self-check prints one line per passed test and stops at the first failure
-with a :class:`~attention_lab.worked.SelfCheckFailed` in plain words. The
-helpers set ``__tracebackhide__`` so that IPython shows learners that
-message rather than the frames of this package.
+with a :class:`~attention_lab.worked.SelfCheckFailed` in plain words, which a
+notebook shows as that message alone (no frames of this package). Every call
+into a learner's function goes through :func:`call_recording_warnings`, so
+that each self-check checks what the grader charges without hidden inputs:
+no exception, no endless loop, inputs left unchanged.
 """
 
 from __future__ import annotations
