@@ -69,3 +69,7 @@ c.OverwriteCells.add_missing_cells = True
 # Validate (the student's button) also reports errors in cells that are not graded, such as a failing
 # self-check, so that "Success" means every check in the notebook ran cleanly.
 c.Validator.validate_all = True
+
+# `make release` copies helper files of source/<assignment>/ into release/ only when listed here (anything else
+# there stops the release with one line naming it), e.g. {"01_scaled_dot_product_attention": ["data/tokens.csv"]}.
+c.ReleaseFiles.allowed = {}

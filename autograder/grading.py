@@ -22,6 +22,8 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
 
 from autograder import assignments
 
@@ -56,6 +58,11 @@ def run_nbgrader(course_dir: Path, *args: str, check: bool = True) -> subprocess
     if check and result.returncode != 0:
         raise RuntimeError(f"`nbgrader {' '.join(args)}` failed in {course_dir}:\n{result.stdout[-6000:]}")
     return result
+
+
+def course_config(course_dir: Path) -> Config:
+    """The course's ``nbgrader_config.py``, loaded as nbgrader loads it (settings of our own classes included)."""
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
 
 
 def copy_course(repo: Path, target: Path, folders: tuple[str, ...] = ("source",)) -> Path:
@@ -251,7 +258,7 @@ def grade_class(course_dir: Path, assignment: str, students: list[str]) -> tuple
     from autograder import student_job
 
     load_into_gradebook(course_dir, assignment)
-    budget = student_job.StudentBudget(config=student_job.course_config(course_dir))
+    budget = student_job.StudentBudget(config=course_config(course_dir))
     problems, notes = {}, {}
     with open(course_dir / "grading.log", "a") as log:
         log.write(f"==== {assignment} ====\n")

@@ -13,10 +13,11 @@ import nbformat
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from attention_lab import probe, wire
+from attention_lab import wire
 from autograder import assignments
 from autograder.in_process import grader_for
 from autograder.notebook_cells import nbgrader_meta
+from autograder.probe_output import screen, why_missing
 
 
 class ClearWidgetState(NbGraderPreprocessor):
@@ -101,7 +102,8 @@ class GradeOutsideKernel(NbGraderPreprocessor):
         if grader is None:
             return nb, resources
         cells = dict(_autograder_cells(nb, grader))
-        results = {grade_id: probe.results_in(cell.outputs, grade_id) for grade_id, cell in cells.items()}
+        screened = {grade_id: screen(grader.request(grade_id), cell.outputs) for grade_id, cell in cells.items()}
+        results = {grade_id: found for grade_id, (found, _) in screened.items()}
         points = {grade_id: float(nbgrader_meta(cell)["points"]) for grade_id, cell in cells.items()}
         notes = nb.metadata.setdefault("attention_lab", {})
         execution = notes.get("execution") or {}
@@ -109,6 +111,9 @@ class GradeOutsideKernel(NbGraderPreprocessor):
         verdicts = grader.grade(results, points, missing_reason=stopped)
         for grade_id, cell in cells.items():
             verdict = verdicts[grade_id]
+            if results[grade_id] is None:  # say why, in the cell's own terms (forged output, a replaced probe, ...)
+                why = screened[grade_id][1] or why_missing(cell, stopped)
+                verdict.lines = [f"  ✗ no result reached the grader ({why})"]
             visible = "\n".join(line for line in cell.source.splitlines()
                                 if not line.startswith("import attention_lab.probe as _attention_lab_probe;"))
             cell.source = f"{visible.rstrip()}\n{GRADED_OUTSIDE}".lstrip("\n")

@@ -304,7 +304,14 @@ def sanitize_output(output) -> tuple[dict | None, list[str]]:
             kept[mime] = text
     if "text/plain" not in kept and removed and not any(m in kept for m in ("text/html", "text/markdown", *IMAGE_MIME)):
         kept["text/plain"] = f"[output removed by the grader: {', '.join(removed)} can run in a browser]"
-    clean = {"output_type": kind, "data": kept, "metadata": _image_metadata(output.get("metadata"))}
+    metadata = _image_metadata(output.get("metadata"))
+    claimed = output.get("metadata") if isinstance(output.get("metadata"), dict) else {}
+    if any(isinstance(claimed.get(mime), dict) and {k: v for k, v in claimed[mime].items()
+                                                   if k in ("width", "height")} != {k: v for k, v in metadata.get(
+                                                       mime, {}).items() if k in ("width", "height")}
+           for mime in IMAGE_MIME):
+        removed.append("an image size that is not a number")
+    clean = {"output_type": kind, "data": kept, "metadata": metadata}
     if kind == "execute_result":
         count = output.get("execution_count")
         clean["execution_count"] = count if isinstance(count, int) and not isinstance(count, bool) else None

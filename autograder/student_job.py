@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from traitlets import Integer
-from traitlets.config import Config, Configurable
-from traitlets.config.loader import PyFileConfigLoader
+from traitlets.config import Configurable
 
+from autograder.grading import COURSE_ID, course_config
 from autograder.sanitize import inert_text
 from autograder.submission_limits import SubmissionLimits, extra_files, student_id_problem, submission_problem
 
@@ -58,11 +58,6 @@ class JobResult:
     reason: str = ""
     notes: list[str] = field(default_factory=list)
     log: str = ""
-
-
-def course_config(course_dir: Path) -> Config:
-    """The course's ``nbgrader_config.py``, loaded as nbgrader would load it."""
-    return PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
 
 
 def _failure(result: dict) -> str:
@@ -156,8 +151,6 @@ def remove_partial_grades(course_dir: Path, assignment: str, student: str, stude
     """Remove what a grading that did not finish left: gradebook rows (public Gradebook API) and output folders."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from autograder.grading import COURSE_ID
-
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
         with contextlib.suppress(MissingEntry):
             gradebook.remove_submission(assignment, student)
@@ -171,8 +164,6 @@ def remove_partial_grades(course_dir: Path, assignment: str, student: str, stude
 
 def _student_exists(course_dir: Path, student: str) -> bool:
     from nbgrader.api import Gradebook, MissingEntry
-
-    from autograder.grading import COURSE_ID
 
     if not (course_dir / "gradebook.db").exists():
         return False
