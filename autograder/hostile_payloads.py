@@ -129,7 +129,7 @@ class _Active(HTMLParser):
             self.found.append(f"<{tag}>")
         for name, value in attrs:
             if name.startswith("on"):
-                self.found.append(f"<{tag} {name}=…>")
+                self.found.append(f"<{tag} {name}={(value or '')[:60]}>")
             if value and value.strip().lower().startswith(("javascript:", "vbscript:", "data:text/html")):
                 self.found.append(f"<{tag} {name}={value[:30]}…>")
             if value and MARKER in value:
