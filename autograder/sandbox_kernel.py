@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -479,7 +480,9 @@ class SandboxedKernelManager(AsyncKernelManager):
                  "--clearenv"]
         for key, value in self.kernel_env().items():
             args += ["--setenv", key, value]
-        limits = ["/usr/bin/prlimit", f"--as={self.memory_limit}", "--core=0", f"--fsize={self.file_size_limit}",
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]  # a budget on the grading process caps its kernel too
+        memory = self.memory_limit if hard == resource.RLIM_INFINITY else min(self.memory_limit, hard)
+        limits = ["/usr/bin/prlimit", f"--as={memory}", "--core=0", f"--fsize={self.file_size_limit}",
                   f"--nproc={self.process_limit}",
                   # SIGXCPU at the limit (fatal unless handled), SIGKILL a little later
                   f"--cpu={self.cpu_time_limit}:{self.cpu_time_limit + 5}",

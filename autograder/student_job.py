@@ -34,8 +34,10 @@ from traitlets import Integer
 from traitlets.config import Configurable
 
 from autograder.grading import COURSE_ID, course_config
+from autograder.sandbox_kernel import SandboxedKernelManager
 from autograder.sanitize import inert_text
-from autograder.submission_limits import SubmissionLimits, extra_files, student_id_problem, submission_problem
+from autograder.submission_limits import (SubmissionLimits, byte_size, extra_files, student_id_problem,
+                                         submission_problem)
 
 LOG_LIMIT = 200_000  # characters of a job's nbgrader log kept for grading.log
 
@@ -109,15 +111,34 @@ def grade_student(course_dir: Path, assignment: str, student: str) -> JobResult:
     ignore = list(CourseDirectory.class_traits()["ignore"].default())
     config.CourseDirectory.ignore = ignore + ["*", ".*"]  # grading copies no file but the notebooks
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
-    autograde = api.autograde(assignment, student, force=True, create=True)
-    log = autograde.get("log", "")
-    if not autograde.get("success"):
-        return JobResult(student, False, f"nbgrader could not grade it: {_failure(autograde)}", notes, log)
-    feedback = api.generate_feedback(assignment, student, force=True)
-    log += feedback.get("log", "")
-    if not feedback.get("success"):
-        return JobResult(student, False, f"nbgrader could not write the feedback: {_failure(feedback)}", notes, log)
+    budget = StudentBudget(config=config).memory_bytes
+    over_memory = f"grading it went over the memory budget of {byte_size(budget)} (StudentBudget.memory_bytes)"
+    kernel_limit = config.SandboxedKernelManager.get(
+        "memory_limit", SandboxedKernelManager.class_traits()["memory_limit"].default())
+    log = ""
+    for step, call in (("grade it", lambda: api.autograde(assignment, student, force=True, create=True)),
+                       ("write the feedback", lambda: api.generate_feedback(assignment, student, force=True))):
+        result = call()
+        log += result.get("log", "")
+        if not result.get("success"):
+            failure = _failure(result)
+            reason = f"nbgrader could not {step}: {failure}"
+            if failure.startswith("MemoryError") or _vm_peak() > budget - 64 * 2**20:
+                reason = over_memory
+            elif kernel_limit > budget and "sandbox did not start" in failure:
+                reason = f"{over_memory}: the kernel, limited to it, could not start"
+            return JobResult(student, False, reason, notes, log)
     return JobResult(student, True, "", notes, log)
+
+
+def _vm_peak() -> int:
+    """This process's peak address space, bytes (what RLIMIT_AS limits), or 0 if /proc does not say."""
+    try:
+        with open("/proc/self/status") as status:
+            line = next(line for line in status if line.startswith("VmPeak:"))
+        return int(line.split()[1]) * 1024
+    except (OSError, StopIteration, ValueError):
+        return 0
 
 
 def _child(connection, course_dir: Path, assignment: str, student: str, memory_bytes: int, log_path: str) -> None:
@@ -131,20 +152,16 @@ def _child(connection, course_dir: Path, assignment: str, student: str, memory_b
     try:
         result = grade_student(course_dir, assignment, student)
     except MemoryError:
-        result = JobResult(student, False, f"grading it went over the memory budget of {_gib(memory_bytes)} "
+        result = JobResult(student, False, f"grading it went over the memory budget of {byte_size(memory_bytes)} "
                                            "(StudentBudget.memory_bytes)")
     except BaseException:  # noqa: BLE001 — whatever happened, the parent gets one line
         result = JobResult(student, False, f"grading it failed: {traceback.format_exc().strip().splitlines()[-1][:200]}")
     try:
         connection.send(result)
     except MemoryError:
-        connection.send(JobResult(student, False, f"grading it went over the memory budget of {_gib(memory_bytes)}"))
+        connection.send(JobResult(student, False, f"grading it went over the memory budget of {byte_size(memory_bytes)}"))
     finally:
         connection.close()
-
-
-def _gib(count: int) -> str:
-    return f"{count / 2**30:g} GiB"
 
 
 def remove_partial_grades(course_dir: Path, assignment: str, student: str, student_existed: bool) -> None:
@@ -160,6 +177,8 @@ def remove_partial_grades(course_dir: Path, assignment: str, student: str, stude
                     gradebook.remove_student(student)
     for folder in ("autograded", "feedback"):
         shutil.rmtree(course_dir / folder / student / assignment, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the student's folder too, unless another assignment is in it
+            (course_dir / folder / student).rmdir()
 
 
 def _student_exists(course_dir: Path, student: str) -> bool:
@@ -220,7 +239,7 @@ def run_student(course_dir: Path, assignment: str, student: str, budget: Student
             else:
                 name = signal.Signals(-code).name if code < 0 else f"exit code {code}"
                 reason = (f"the grading process stopped ({name}); it may have gone over the memory budget of "
-                          f"{_gib(budget.memory_bytes)} (StudentBudget.memory_bytes)")
+                          f"{byte_size(budget.memory_bytes)} (StudentBudget.memory_bytes)")
             result = JobResult(student, False, reason)
         process.join()
         receive.close()

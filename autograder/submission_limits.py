@@ -36,8 +36,12 @@ class SubmissionLimits(Configurable):
     max_outputs = Integer(2000, help="Most outputs in one notebook, all cells together.").tag(config=True)
 
 
-def _size(count: int) -> str:
-    return f"{count / 2**20:.1f} MiB" if count >= 2**20 else f"{count / 2**10:.1f} KiB" if count >= 2**10 else f"{count} B"
+def byte_size(count: int) -> str:
+    """``count`` bytes in words: ``"8.0 MiB"``, ``"1.5 GiB"``, ``"12.3 KiB"``."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count} B"
 
 
 def student_id_problem(student: str) -> str | None:
@@ -59,8 +63,8 @@ def notebook_problem(path: Path, limits: SubmissionLimits) -> str | None:
     if size == 0:
         return f"{name} is an empty file"
     if size > limits.max_notebook_bytes:
-        return (f"{name} is over the file-size limit: {_size(size)} ({size} bytes), "
-                f"limit {_size(limits.max_notebook_bytes)} (SubmissionLimits.max_notebook_bytes)")
+        return (f"{name} is over the file-size limit: {byte_size(size)} ({size} bytes), "
+                f"limit {byte_size(limits.max_notebook_bytes)} (SubmissionLimits.max_notebook_bytes)")
     try:
         with open(path, "rb") as handle:
             nb = json.loads(handle.read(limits.max_notebook_bytes + 1))
