@@ -256,6 +256,7 @@ def grade_class(course_dir: Path, assignment: str, students: list[str]) -> tuple
     per-student results read back from the gradebook.
     """
     from autograder import student_job
+    from autograder.submission_limits import quarantine, student_id_problem
 
     load_into_gradebook(course_dir, assignment)
     budget = student_job.StudentBudget(config=course_config(course_dir))
@@ -263,6 +264,11 @@ def grade_class(course_dir: Path, assignment: str, students: list[str]) -> tuple
     with open(course_dir / "grading.log", "a") as log:
         log.write(f"==== {assignment} ====\n")
         for student in students:
+            unsafe = student_id_problem(student)
+            if unsafe:  # never graded, and moved where Formgrader does not list it
+                moved = quarantine(course_dir, student).relative_to(course_dir)
+                problems[student] = f"{unsafe}; moved to {moved}/"
+                continue
             job = student_job.run_student(course_dir, assignment, student, budget)
             log.write(f"---- {student} ----\n{job.log}\n")
             if not job.graded:

@@ -284,7 +284,7 @@ def _no_extra_files(outcome: Outcome) -> str | None:
     return f"copied: {[p.name for p in copied]}" if copied else None
 
 
-HOSTILE_ID = f"hostile-id-<img src=x onerror=\"{payloads.script('student-id')}\">"
+HOSTILE_ID = f"hostile-id-<img src=x onerror=\"{payloads.script('student-id', slashless=True)}\">"
 BASE_EXCEPTIONS = {
     "attention_entropy": "def attention_entropy(weights):\n    raise SystemExit('bye')",
     "scaled_dot_product_attention": "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"

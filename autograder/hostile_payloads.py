@@ -41,8 +41,11 @@ HONEST_MARKDOWN = ("## My notes\n\nThe weights are $\\mathrm{softmax}(QK^\\top/\
                    "$$\\sum_j A_{ij} = 1$$\n\nH<sub>2</sub>O, **bold**, `code < 3` and a [link](https://arxiv.org/abs/1706.03762).")
 
 
-def script(kind: str, beacon: str = BEACON) -> str:
-    """JavaScript that shows it ran: sets the title and calls the beacon."""
+def script(kind: str, beacon: str = BEACON, slashless: bool = False) -> str:
+    """JavaScript that shows it ran: sets the title and calls the beacon (``slashless``: fit for a folder name)."""
+    if slashless:
+        parts = ", ".join(f"'{part}'" for part in f"{beacon}/{kind}".split("/"))
+        return f"document.title='{MARKER}-{kind}';fetch([{parts}].join(String.fromCharCode(47)))"
     return f"document.title='{MARKER}-{kind}';fetch('{beacon}/{kind}')"
 
 

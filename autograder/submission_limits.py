@@ -14,8 +14,10 @@ executed positional-encoding solution with its widget state); change them in
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import shutil
 from pathlib import Path
 
 from traitlets import Integer
@@ -49,7 +51,27 @@ def student_id_problem(student: str) -> str | None:
     if SAFE_STUDENT_ID.match(student):
         return None
     return (f"the student id {inert_text(student, 60)} is not a safe identifier (letters, digits, '.', '_', '@', '-'; "
-            "at most 64): rename the folder in submitted/")
+            "at most 64)")
+
+
+REFUSED = "refused"
+
+
+def quarantine(course_dir: Path, student: str) -> Path:
+    """Move ``submitted/<student>/`` (an unsafe id) to ``refused/student-<hash>/``, out of Formgrader's sight.
+
+    Formgrader lists every folder of ``submitted/`` and links each to a page
+    that writes the id into a script unescaped, so a folder named like HTML
+    would run in the instructor's browser when clicked. The submission is
+    kept, under a name that is safe, with the original id in ``student-id.txt``.
+    """
+    target = course_dir / REFUSED / f"student-{hashlib.sha256(student.encode()).hexdigest()[:12]}"
+    target.parent.mkdir(exist_ok=True)
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.move(str(course_dir / "submitted" / student), str(target))
+    (target / "student-id.txt").write_text(student + "\n")
+    return target
 
 
 def notebook_problem(path: Path, limits: SubmissionLimits) -> str | None:
