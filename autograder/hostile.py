@@ -304,6 +304,11 @@ def _browser_nb(context: Context, kind: str):
     return payloads.browser_submission(context.release_nb, solutions=context.solutions, kinds=chosen)
 
 
+def release_json(edit):
+    """A submission written as plain JSON (no validation: fast for huge ones): the release after ``edit(nb)``."""
+    return lambda folder, context: (folder / NOTEBOOK).write_text(json.dumps(edit(nbformat.from_dict(context.release_nb))))
+
+
 def _extra_files(folder: Path) -> None:
     (folder / "notes.html").write_text(f"<script>{payloads.script('extra-file')}</script>")
     (folder / "figure.svg").write_text(f"<svg xmlns='http://www.w3.org/2000/svg'><script>{payloads.script('svg-file')}"
@@ -440,18 +445,15 @@ CASES: dict[str, Hostile] = {
         _all_of(graded(FULL, note="extra files not copied"), _no_extra_files)),
     "huge-notebook": Hostile(
         "300,000 Markdown cells (25 MB): refused on its file size before it is read",
-        lambda folder, context: (folder / NOTEBOOK).write_text(json.dumps(
-            payloads.many_markdown_cells(nbformat.from_dict(context.release_nb), 300_000))),
+        release_json(lambda nb: payloads.many_markdown_cells(nb, 300_000)),
         not_graded("over the file-size limit")),
     "too-many-cells": Hostile(
         "1,100 extra Markdown cells in a small file (over the cell limit of 1,000)",
-        lambda folder, context: (folder / NOTEBOOK).write_text(json.dumps(
-            payloads.many_markdown_cells(nbformat.from_dict(context.release_nb), 1_100))),
+        release_json(lambda nb: payloads.many_markdown_cells(nb, 1_100)),
         not_graded("over the cell limit: 1145 cells, limit 1000")),
     "too-many-outputs": Hostile(
         "2,001 outputs saved in one cell (over the output limit of 2,000)",
-        lambda folder, context: (folder / NOTEBOOK).write_text(json.dumps(
-            payloads.many_outputs(nbformat.from_dict(context.release_nb), 2_001))),
+        release_json(lambda nb: payloads.many_outputs(nb, 2_001)),
         not_graded("over the output limit: 2001 outputs, limit 2000")),
     "edited-metadata": Hostile(
         "a wrong softmax, a test cell's grade_id renamed, another's points removed, a third made ungraded, "

@@ -26,6 +26,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,8 @@ class JobResult:
     reason: str = ""
     notes: list[str] = field(default_factory=list)
     log: str = ""
+    peak_memory: int = 0  # bytes of address space the job's process reached (0: unknown)
+    seconds: float = 0.0  # wall clock of the whole job
 
 
 def _failure(result: dict) -> str:
@@ -156,6 +159,7 @@ def _child(connection, course_dir: Path, assignment: str, student: str, memory_b
                                            "(StudentBudget.memory_bytes)")
     except BaseException:  # noqa: BLE001 — whatever happened, the parent gets one line
         result = JobResult(student, False, f"grading it failed: {traceback.format_exc().strip().splitlines()[-1][:200]}")
+    result.peak_memory = _vm_peak()
     try:
         connection.send(result)
     except MemoryError:
@@ -222,6 +226,7 @@ def run_student(course_dir: Path, assignment: str, student: str, budget: Student
     with tempfile.NamedTemporaryFile("w+", prefix="attention-lab-job-", suffix=".log") as log:
         process = context.Process(target=_child, args=(send, course_dir, assignment, student,
                                                        budget.memory_bytes, log.name), daemon=True)
+        started = time.monotonic()
         process.start()
         send.close()
         result = None
@@ -243,6 +248,7 @@ def run_student(course_dir: Path, assignment: str, student: str, budget: Student
             result = JobResult(student, False, reason)
         process.join()
         receive.close()
+        result.seconds = time.monotonic() - started
         log.seek(0)
         child_output = log.read()[-LOG_LIMIT:]
     result.log = child_output or result.log[-LOG_LIMIT:]  # the child's stderr holds nbgrader's whole log

@@ -27,7 +27,7 @@ from traitlets.config import Config
 from autograder import grading
 from autograder import hostile_payloads as payloads
 from autograder.notebook_cells import read, solution_cells
-from browser_support import CHROMIUM, free_port, lab_server, launch
+from browser_support import CHROMIUM, free_port, lab_server
 from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"
@@ -38,7 +38,6 @@ if not os.path.exists(CHROMIUM):
         pytest.fail(f"{CHROMIUM} is missing: .ci/run must `apt-get install -y chromium`", pytrace=False)
     pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)", allow_module_level=True)
 
-from playwright.sync_api import sync_playwright  # noqa: E402
 
 
 class Beacon:
@@ -108,14 +107,6 @@ def formgrader(graded_course):
     token = secrets.token_hex(16)
     with lab_server(course, ARTIFACTS / "formgrader.log", token=token) as base:
         yield base, token
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture
