@@ -46,7 +46,7 @@ c.GenerateFeedback.preprocessors = [SanitizeNotebook] + list(GenerateFeedback.cl
 
 # One submission cannot stall the class (autograder/submission_limits.py, autograder/student_job.py): checked
 # before nbgrader reads it, then graded (autograde + feedback) in a child process with these budgets. The
-# defaults are >= 10x the largest honest notebook (406 kB, 45 cells, 16 outputs; benchmarks/honest_notebooks.md).
+# defaults are >= 10x the largest honest notebook (397 KiB, 45 cells, 17 outputs; benchmarks/honest_notebooks.md).
 c.SubmissionLimits.max_notebook_bytes = 8 * 2**20
 c.SubmissionLimits.max_cells = 1000
 c.SubmissionLimits.max_outputs = 2000

@@ -7,8 +7,8 @@ outputs, before any preprocessor runs. Extra files in the submission folder
 and the student id are checked too (both reach Formgrader's pages).
 
 Defaults are at least 10× the largest honest notebook (measured by
-``benchmarks/honest_notebooks.py``: 406 kB, 45 cells, 16 outputs, the
-executed positional-encoding solution with its widget state); change them in
+``benchmarks/honest_notebooks.py``: 397 KiB, 45 cells, 17 outputs, the
+executed solutions with their outputs and widget state); change them in
 ``nbgrader_config.py``, e.g. ``c.SubmissionLimits.max_cells = 2000``.
 """
 
