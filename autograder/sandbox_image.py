@@ -39,6 +39,7 @@ class Image:
     python: str  # the interpreter to run, inside
     bin_dir: str  # for PATH, inside
     hidden: tuple[Path, ...]  # host prefixes the image replaces (for mapping paths)
+    library_dir: str = ""  # for LD_LIBRARY_PATH: the interpreter's RUNPATH names its host path, absent inside
 
 
 def _inside(path: Path, mapping: list[tuple[Path, Path]]) -> Path | None:
@@ -181,4 +182,9 @@ def python_image(python: str, prefix: str, base_prefix: str, hidden: tuple[str, 
     host_python = Path(python).absolute()
     inside_python = _inside(host_python, mapping) or _inside(host_python.resolve(), mapping) or Path(python)
     mounts = tuple((target / inside.name, inside) for _, inside in prefixes)
-    return Image(mounts, str(inside_python), str(inside_python.parent), tuple(host for host, _ in prefixes))
+    # a shared-library build (pyenv's) finds libpython through a RUNPATH that names the host path; without
+    # this the loader would take another libpython of the same version (Debian's) and mix two builds
+    library = INSIDE_PYTHON / "lib" if any(inside == INSIDE_PYTHON for _, inside in prefixes) and any(
+        (base / "lib").glob("libpython*.so*")) else None
+    return Image(mounts, str(inside_python), str(inside_python.parent), tuple(host for host, _ in prefixes),
+                 str(library) if library else "")

@@ -553,6 +553,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         }
         if self.hide_host_paths and any(map(package_dir, self.student_packages)):
             env["PYTHONPATH"] = str(INSIDE_PACKAGES)
+        if image and image.library_dir:
+            env["LD_LIBRARY_PATH"] = image.library_dir
         for key in ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING"):
             if key in os.environ:
                 env[key] = os.environ[key]

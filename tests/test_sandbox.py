@@ -206,8 +206,9 @@ def test_proc_shows_neither_the_course_path_nor_the_host_user(course):
         "print(repr(os.readlink('/proc/self/cwd')), repr(os.getcwd()))",
         "print(repr(open('/proc/self/environ').read()))",
         "import attention_lab, sys\nprint(repr((attention_lab.__file__, sys.prefix, sys.base_prefix, sys.executable, sys.path)))",
+        "print(repr(sorted({line.split()[-1] for line in open('/proc/self/maps') if 'libpython' in line})))",
     ), path=root / "autograded/me/01_x")
-    shown = {name: stdout(cell) for name, cell in zip(("mountinfo", "cwd", "environ", "paths"), code(nb))}
+    shown = {name: stdout(cell) for name, cell in zip(("mountinfo", "cwd", "environ", "paths", "maps"), code(nb))}
     assert "/opt/venv" in shown["mountinfo"] and "/opt/packages" in shown["mountinfo"], shown["mountinfo"]
     secrets = {"the course directory": str(root), "the repository": str(REPO), "the user's home": user.pw_dir + "/",
                "the Python environment's host path": sys.prefix, "the interpreter's host path": sys.base_prefix}
@@ -216,6 +217,14 @@ def test_proc_shows_neither_the_course_path_nor_the_host_user(course):
             assert secret not in text, f"{where} shows {what} ({secret})"
         assert f"USER={user.pw_name}" not in text and f"LOGNAME={user.pw_name}" not in text
     assert shown["cwd"].split() == ["'/home/learner'", "'/home/learner'"]
+    # the interpreter runs on its own libpython, not another build of the same version (Debian's under /usr)
+    host_lib = sorted(Path(sys.base_prefix).glob("lib/libpython*.so*"))
+    if host_lib and not _within_usr(Path(sys.base_prefix)):
+        assert shown["maps"].strip() == repr([f"/opt/python/lib/{host_lib[0].resolve().name}"])
+
+
+def _within_usr(path: Path) -> bool:
+    return path == Path("/usr") or Path("/usr") in path.resolve().parents
 
 
 def test_import_autograder_fails():
