@@ -4,6 +4,7 @@ Read by `nbgrader` commands run here, by `make release` / `make grade` /
 `make demo`, and by the JupyterLab nbgrader extension (formgrader, Validate).
 """
 
+from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.preprocessors import Execute
 
@@ -37,8 +38,11 @@ _default_autograde = list(Autograde.class_traits()["autograde_preprocessors"].de
 _execute_at = _default_autograde.index(Execute)
 c.Autograde.autograde_preprocessors = (
     _default_autograde[:_execute_at] + [InsertProbes, SandboxedExecute, GradeOutsideKernel]
-    + _default_autograde[_execute_at + 1:] + [SanitizeNotebook]
+    + _default_autograde[_execute_at + 1:] + [CoalesceStreamsPreprocessor, SanitizeNotebook]
 )
+# Consecutive prints become one output, however the kernel happened to flush them (grading twice gives the same
+# notebook); nbconvert's preprocessors are off unless enabled.
+c.CoalesceStreamsPreprocessor.enabled = True
 # The graded notebook is stored inert (SanitizeNotebook, last): Formgrader and the feedback render it in the
 # instructor's and the student's browser, so no script, event handler, javascript: URL, iframe, form or SVG
 # from a submission survives; feedback is sanitised again before it is rendered.

@@ -230,10 +230,13 @@ def run_student(course_dir: Path, assignment: str, student: str, budget: Student
         process.start()
         send.close()
         result = None
-        if receive.poll(budget.wall_clock_seconds):
+        in_time = receive.poll(budget.wall_clock_seconds)  # a result, or the child's end of the pipe closing
+        if in_time:
             with contextlib.suppress(EOFError, OSError):
                 result = receive.recv()
         if result is None:
+            if in_time:
+                process.join(30)  # it closed the pipe by dying: wait for its exit status
             code = process.exitcode
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)  # the job and what it started in its process group
