@@ -4,11 +4,14 @@ Read by `nbgrader` commands run here, by `make release` / `make grade` /
 `make demo`, and by the JupyterLab nbgrader extension (formgrader, Validate).
 """
 
-from nbgrader.converters import Autograde, GenerateAssignment
+from nbconvert.preprocessors import CoalesceStreamsPreprocessor
+from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.preprocessors import Execute
 
-from autograder.preprocessors import ClearWidgetState, GradeOutsideKernel, InsertProbes, RestoreDeletedCells
+from autograder.metadata_restore import RestoreFromGradebook
+from autograder.preprocessors import ClearWidgetState, GradeOutsideKernel, InsertProbes
 from autograder.sandbox import SandboxedExecute
+from autograder.sanitize import SanitizeNotebook
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
@@ -19,13 +22,12 @@ c.GenerateAssignment.preprocessors = (
     list(GenerateAssignment.class_traits()["preprocessors"].default()) + [ClearWidgetState]
 )
 
-# Grading: a submission's saved widget state (can be megabytes of images) is dropped before it runs.
-# A deleted cell is put back before OverwriteCells runs (nbgrader's own add_missing_cells can raise
-# KeyError and drop the whole submission when the deleted cell follows a read-only cell).
-_sanitize = list(Autograde.class_traits()["sanitize_preprocessors"].default())
-_overwrite_at = next(i for i, p in enumerate(_sanitize) if p.__name__ == "OverwriteCells")
+# Grading: nbgrader metadata comes from the gradebook, never from the submission (RestoreFromGradebook,
+# first): an edited, invented or copied grade cell costs the edit, not the grade, and a deleted cell is
+# put back (nbgrader's own add_missing_cells can raise KeyError when it follows a read-only cell).
+# A submission's saved widget state (can be megabytes of images) is dropped before it runs.
 c.Autograde.sanitize_preprocessors = (
-    _sanitize[:_overwrite_at] + [RestoreDeletedCells] + _sanitize[_overwrite_at:] + [ClearWidgetState]
+    [RestoreFromGradebook] + list(Autograde.class_traits()["sanitize_preprocessors"].default()) + [ClearWidgetState]
 )
 
 # Grading happens outside the learner's kernel: InsertProbes swaps each autograder cell's hidden tests
@@ -36,8 +38,24 @@ _default_autograde = list(Autograde.class_traits()["autograde_preprocessors"].de
 _execute_at = _default_autograde.index(Execute)
 c.Autograde.autograde_preprocessors = (
     _default_autograde[:_execute_at] + [InsertProbes, SandboxedExecute, GradeOutsideKernel]
-    + _default_autograde[_execute_at + 1:]
+    + _default_autograde[_execute_at + 1:] + [CoalesceStreamsPreprocessor, SanitizeNotebook]
 )
+# Consecutive prints become one output, however the kernel happened to flush them (grading twice gives the same
+# notebook); nbconvert's preprocessors are off unless enabled.
+c.CoalesceStreamsPreprocessor.enabled = True
+# The graded notebook is stored inert (SanitizeNotebook, last): Formgrader and the feedback render it in the
+# instructor's and the student's browser, so no script, event handler, javascript: URL, iframe, form or SVG
+# from a submission survives; feedback is sanitised again before it is rendered.
+c.GenerateFeedback.preprocessors = [SanitizeNotebook] + list(GenerateFeedback.class_traits()["preprocessors"].default())
+
+# One submission cannot stall the class (autograder/submission_limits.py, autograder/student_job.py): checked
+# before nbgrader reads it, then graded (autograde + feedback) in a child process with these budgets. The
+# defaults are >= 10x the largest honest notebook (397 KiB, 45 cells, 17 outputs; benchmarks/honest_notebooks.md).
+c.SubmissionLimits.max_notebook_bytes = 8 * 2**20
+c.SubmissionLimits.max_cells = 1000
+c.SubmissionLimits.max_outputs = 2000
+c.StudentBudget.wall_clock_seconds = 300
+c.StudentBudget.memory_bytes = 6 * 2**30
 
 # Learners' code runs in a bubblewrap sandbox (autograder/sandbox_kernel.py): no course files, no network,
 # limits on memory, CPU, processes, files and output. Execute's options (timeout, ...) apply to it.
@@ -55,3 +73,7 @@ c.OverwriteCells.add_missing_cells = True
 # Validate (the student's button) also reports errors in cells that are not graded, such as a failing
 # self-check, so that "Success" means every check in the notebook ran cleanly.
 c.Validator.validate_all = True
+
+# `make release` copies helper files of source/<assignment>/ into release/ only when listed here (anything else
+# there stops the release with one line naming it), e.g. {"01_scaled_dot_product_attention": ["data/tokens.csv"]}.
+c.ReleaseFiles.allowed = {}

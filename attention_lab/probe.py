@@ -44,7 +44,7 @@ def _where(error: BaseException, namespace: dict) -> str | None:
 def _describe_error(error: BaseException, namespace: dict) -> dict:
     try:
         message = str(error)[:500]
-    except Exception:  # noqa: BLE001 — a hostile __str__
+    except BaseException:  # noqa: BLE001 — a hostile __str__
         message = "(the message could not be printed)"
     return {"status": "raised", "type": type(error).__name__,
             "mro": [cls.__name__ for cls in type(error).__mro__], "message": message,
@@ -85,13 +85,13 @@ def call_case(namespace: dict, case: dict) -> dict:
             after = [wire.encode(a) if isinstance(a, np.ndarray) else None for a in args]
     except FunctionTimedOut as timeout:
         return {"status": "timeout", "message": str(timeout)}
-    except Exception as error:  # noqa: BLE001 — whatever the learner's code raises is a result
+    except BaseException as error:  # noqa: BLE001 — whatever it raises is a result, SystemExit and KeyboardInterrupt too
         return _describe_error(error, namespace)
     notes = []
     for record in caught[:MAX_WARNINGS]:
         try:
             notes.append(f"{record.category.__name__}: {str(record.message)[:200]}")
-        except Exception:  # noqa: BLE001
+        except BaseException:  # noqa: BLE001
             notes.append("a warning")
     result = {"status": "returned", "value": encoded, "args_after": after, "warnings": notes}
     size = len(wire.dumps(result))

@@ -3,16 +3,16 @@
 Used by ``make grade`` (a real class, course root = the repository) and
 ``make demo`` (the embedded example class, graded in a temporary course
 directory). nbgrader does the work — ``generate_assignment`` to load the
-source and hidden tests into the gradebook, ``autograde`` and
-``generate_feedback`` — and this module reads the gradebook back into a
-table and ``grades.csv``.
+source and hidden tests into the gradebook, then per student ``autograde``
+and ``generate_feedback`` in a child process with its own budget
+(:mod:`autograder.student_job`) — and this module reads the gradebook back
+into a table and ``grades.csv``.
 """
 
 from __future__ import annotations
 
 import csv
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +22,8 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
 
 from autograder import assignments
 
@@ -56,6 +58,11 @@ def run_nbgrader(course_dir: Path, *args: str, check: bool = True) -> subprocess
     if check and result.returncode != 0:
         raise RuntimeError(f"`nbgrader {' '.join(args)}` failed in {course_dir}:\n{result.stdout[-6000:]}")
     return result
+
+
+def course_config(course_dir: Path) -> Config:
+    """The course's ``nbgrader_config.py``, loaded as nbgrader loads it (settings of our own classes included)."""
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
 
 
 def copy_course(repo: Path, target: Path, folders: tuple[str, ...] = ("source",)) -> Path:
@@ -112,41 +119,17 @@ def step_name(grade_id: str, assignment: str | None = None) -> str:
     return grade_id.removeprefix("test_")
 
 
-def submission_problem(course_dir: Path, assignment: str, student: str, notebooks: list[str]) -> str | None:
-    """One line saying why a submission cannot be graded as it stands, or None if it can.
-
-    nbgrader would otherwise skip a misnamed notebook silently, fail on
-    invalid JSON deep in its log, or stop on a copied grade cell with a
-    misleading "old metadata format" error; each shows up here in plain words.
-    """
-    folder = course_dir / "submitted" / student / assignment
-    found = sorted(p.name for p in folder.glob("*.ipynb"))
-    for name in notebooks:
-        path = folder / name
-        if not path.exists():
-            others = f"; found {', '.join(found)} — rename it to {name}" if found else "; the folder has no notebook"
-            return f"missing {name}{others}"
-        if path.stat().st_size == 0:
-            return f"{name} is an empty file"
-        try:
-            nb = nbformat.read(str(path), as_version=4)
-        except Exception as error:  # any unreadable file: say why in one line
-            return f"{name} is not a valid notebook ({type(error).__name__}: {str(error).splitlines()[0][:120]})"
-        ids = [cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in nb.cells]
-        copies = sorted({i for i in ids if i and ids.count(i) > 1})
-        if copies:
-            return f"{name} has copied cells with the same grade_id {copies}: delete the copies"
-    return None
-
-
 def read_results(course_dir: Path, assignment: str, students: list[str],
-                 problems: dict[str, str] | None = None) -> tuple[list[str], list[StudentResult]]:
+                 problems: dict[str, str] | None = None,
+                 job_notes: dict[str, list[str]] | None = None) -> tuple[list[str], list[StudentResult]]:
     """Read autograded scores from the gradebook.
 
     Parameters
     ----------
     problems : dict, optional
-        student → reason found before grading; such students are reported as not graded.
+        student → reason the submission was not graded; such students are reported as not graded.
+    job_notes : dict, optional
+        student → notes from grading them (extra files left out, ...), added to the table's notes.
 
     Returns
     -------
@@ -157,6 +140,7 @@ def read_results(course_dir: Path, assignment: str, students: list[str],
         not autograde every cell of the submission.
     """
     problems = problems or {}
+    job_notes = job_notes or {}
     db_url = f"sqlite:///{course_dir / 'gradebook.db'}"
     results = []
     with Gradebook(db_url, course_id=COURSE_ID) as gradebook:
@@ -176,9 +160,11 @@ def read_results(course_dir: Path, assignment: str, students: list[str],
                     if grade.auto_score is None:  # nbgrader kept the submission but could not run it
                         raise MissingEntry(f"{cell} was not autograded")
                     scores[cell] = (float(grade.score), float(max_score))
-                results.append(StudentResult(student, scores, *_grading_notes(course_dir, assignment, student)))
-            except MissingEntry:
-                results.append(StudentResult(student, None, "not graded: nbgrader could not grade it (see grading.log)"))
+                note, named = _grading_notes(course_dir, assignment, student)
+                note = "; ".join(filter(None, [note, *job_notes.get(student, [])]))
+                results.append(StudentResult(student, scores, note, named))
+            except MissingEntry as missing:
+                results.append(StudentResult(student, None, f"not graded: the gradebook has no score for it ({missing})"))
     return steps, results
 
 
@@ -193,6 +179,16 @@ def _grading_notes(course_dir: Path, assignment: str, student: str) -> tuple[str
         execution = meta.get("execution") or {}
         if execution.get("status") not in (None, "ok"):
             notes.append(str(execution.get("reason", execution["status"]))[:200])
+        edits = [line for line in meta.get("metadata_edits", []) if not line.startswith("copied cell")]
+        copies = [line for line in meta.get("metadata_edits", []) if line.startswith("copied cell")]
+        if edits:
+            notes.append("metadata edited: " + "; ".join(edits)[:300])
+        notes += copies[:3]
+        if meta.get("restored_cells"):
+            notes.append("restored from the gradebook: " + ", ".join(
+                line.split(":")[0] for line in meta["restored_cells"])[:200])
+        if meta.get("sanitized"):
+            notes.append(f"content that could run in a browser removed (cells {', '.join(meta['sanitized'])[:60]})")
         for verdict in (meta.get("grading") or {}).values():
             named.extend(key for key in verdict.get("named", []) if key not in named)
     return "; ".join(notes), named
@@ -254,43 +250,31 @@ def write_class_csv(path: Path, results: dict[str, tuple[list[str], list[Student
 def grade_class(course_dir: Path, assignment: str, students: list[str]) -> tuple[list[str], list[StudentResult]]:
     """Autograde every submission of ``assignment`` in ``course_dir/submitted`` and write feedback.
 
-    Returns the steps and per-student results read back from the gradebook.
-    nbgrader keeps going when one submission fails; that student is reported
-    as not graded instead of stopping the class.
+    Each student is graded on their own (:func:`autograder.student_job.run_student`: a child process
+    with a memory and a wall-clock budget), one after the other; a submission that cannot be
+    graded is reported with its reason and the next student is graded. Returns the steps and
+    per-student results read back from the gradebook.
     """
+    from autograder import student_job
+    from autograder.submission_limits import quarantine, student_id_problem
+
     load_into_gradebook(course_dir, assignment)
-    notebooks = sorted(p.name for p in (course_dir / "source" / assignment).glob("*.ipynb"))
-    problems = {student: problem for student in students
-                if (problem := submission_problem(course_dir, assignment, student, notebooks))}
-    autograde = run_nbgrader(course_dir, "autograde", assignment, "--force", check=False)
-    feedback = run_nbgrader(course_dir, "generate_feedback", assignment, "--force", check=False)
+    budget = student_job.StudentBudget(config=course_config(course_dir))
+    problems, notes = {}, {}
     with open(course_dir / "grading.log", "a") as log:
-        log.write(f"==== {assignment} ====\n{autograde.stdout}\n{feedback.stdout}\n")
-    # The gradebook keeps an earlier run's scores when a re-grade fails: the log says which ones failed.
-    for student, reason in autograde_failures(autograde.stdout, assignment).items():
-        problems.setdefault(student, reason)
-    return read_results(course_dir, assignment, students, problems)
-
-
-def autograde_failures(log: str, assignment: str) -> dict[str, str]:
-    """Students whose submission ``nbgrader autograde`` failed on, with the error it logged.
-
-    nbgrader ends a run with "There was an error processing assignment 'A' for
-    student 'S'" per failure; the last exception line logged while it was
-    autograding that student's notebook is the reason.
-    """
-    failed = re.findall(rf"There was an error processing assignment '{re.escape(assignment)}' for student '([^']+)'",
-                        log)
-    reasons = {}
-    for student in failed:
-        start = log.find(f"/autograded/{student}/{assignment}/")
-        block = log[start:] if start >= 0 else ""
-        end = block.find("There was an error processing assignment:")
-        error_lines = re.findall(r"^\s*((?:[\w.]+)(?:Error|Exception|Exit)\b[^\n]*)$",
-                                 block[: end + 2000] if end >= 0 else block, re.M)
-        detail = f" ({error_lines[-1].strip()[:150]})" if error_lines else ""
-        reasons[student] = f"nbgrader could not run this submission{detail}; see grading.log"
-    return reasons
+        log.write(f"==== {assignment} ====\n")
+        for student in students:
+            unsafe = student_id_problem(student)
+            if unsafe:  # never graded, and moved where Formgrader does not list it
+                moved = quarantine(course_dir, student).relative_to(course_dir)
+                problems[student] = f"{unsafe}; moved to {moved}/"
+                continue
+            job = student_job.run_student(course_dir, assignment, student, budget)
+            log.write(f"---- {student} ----\n{job.log}\n")
+            if not job.graded:
+                problems[student] = job.reason
+            notes[student] = job.notes
+    return read_results(course_dir, assignment, students, problems, notes)
 
 
 def submitted_students(course_dir: Path, assignment: str) -> list[str]:

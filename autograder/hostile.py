@@ -11,6 +11,7 @@ every assignment.
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Callable
 
 import nbformat
 
+from autograder import hostile_payloads as payloads
 from autograder.notebook_cells import fill_release, nbgrader_meta
 
 ASSIGNMENT = "01_scaled_dot_product_attention"
@@ -60,6 +62,7 @@ class Hostile:
     description: str
     build: Callable[[Path, Context], None]
     check: Callable[[Outcome], str | None]
+    student: str | None = None  # the submission folder's name, when the attack is in it (default hostile-<key>)
 
 
 # ---- building submissions ------------------------------------------------------------------------
@@ -239,6 +242,86 @@ def _no_hidden_code_in_feedback(outcome: Outcome) -> str | None:
 NO_CAUSAL_MASK = lambda solutions: {"causal_mask": "# (the cell stopped before defining causal_mask)"}  # noqa: E731
 WRONG_SOFTMAX = "def softmax(x, axis=-1):\n    return np.exp(x) / np.exp(x).sum(axis=0, keepdims=True)\n"
 
+def feedback_says(words: str):
+    """The feedback HTML (where the learner reads it) contains ``words``."""
+    def check(outcome: Outcome) -> str | None:
+        return None if words in html.unescape(outcome.feedback) else f"the feedback does not say {words!r}"
+    return _expecting(f"feedback says “{words}”")(check)
+
+
+def feedback_lacks(text: str, what: str):
+    def check(outcome: Outcome) -> str | None:
+        return f"the feedback holds {what}" if text in html.unescape(outcome.feedback) else None
+    return _expecting(f"feedback without {what}")(check)
+
+
+@_expecting("nothing in the stored notebook or the feedback HTML could run in a browser")
+def _inert(outcome: Outcome) -> str | None:
+    if outcome.autograded is None or not outcome.feedback:
+        return "no autograded notebook or no feedback"
+    found = payloads.stored_active_content(outcome.autograded) + [
+        f"feedback: {item}" for item in payloads.active_content(outcome.feedback)]
+    return f"active content survived: {found[:3]}" if found else None
+
+
+@_expecting("the learner's honest Markdown (with LaTeX) and PNG figure kept as they were")
+def _honest_content_kept(outcome: Outcome) -> str | None:
+    if outcome.autograded is None:
+        return "no autograded notebook"
+    cells = outcome.autograded.cells
+    if not any(c.cell_type == "markdown" and c.source == payloads.HONEST_MARKDOWN for c in cells):
+        return "the honest Markdown cell was changed"
+    if not any(o.get("data", {}).get("image/png") == payloads.PNG for c in cells for o in c.get("outputs", [])):
+        return "the PNG figure is gone"
+    return None
+
+
+@_expecting("no file but the notebook copied to autograded/ or feedback/")
+def _no_extra_files(outcome: Outcome) -> str | None:
+    copied = [p for folder in ("autograded", "feedback")
+              for p in (outcome.course_dir / folder / student_of("extra-files") / ASSIGNMENT).glob("*")
+              if p.suffix not in (".ipynb", ".html") or p.stem != NOTEBOOK.removesuffix(".ipynb")]
+    return f"copied: {[p.name for p in copied]}" if copied else None
+
+
+HOSTILE_ID = f"hostile-id-<img src=x onerror=\"{payloads.script('student-id', slashless=True)}\">"
+BASE_EXCEPTIONS = {
+    "attention_entropy": "def attention_entropy(weights):\n    raise SystemExit('bye')",
+    "scaled_dot_product_attention": "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                                    "    raise KeyboardInterrupt",
+    "causal_mask": "class GiveUp(BaseException):\n    pass\n\ndef causal_mask(T):\n    raise GiveUp('no')",
+}
+LONG_ERRORS = {"causal_mask": "def causal_mask(T):\n    raise type('Y' * 100_000, (ValueError,), {})('Z' * 100_000)"}
+
+
+def _write_nb(folder: Path, nb) -> None:
+    nbformat.write(nb, str(folder / NOTEBOOK))
+
+
+def _browser_nb(context: Context, kind: str):
+    """The correct solution carrying one payload kind, honest Markdown with LaTeX and a PNG figure."""
+    chosen = {kind: payloads.payloads()[kind]}
+    return payloads.browser_submission(context.release_nb, solutions=context.solutions, kinds=chosen)
+
+
+def release_json(edit):
+    """A submission written as plain JSON (no validation: fast for huge ones): the release after ``edit(nb)``."""
+    return lambda folder, context: (folder / NOTEBOOK).write_text(json.dumps(edit(nbformat.from_dict(context.release_nb))))
+
+
+def _extra_files(folder: Path) -> None:
+    (folder / "notes.html").write_text(f"<script>{payloads.script('extra-file')}</script>")
+    (folder / "figure.svg").write_text(f"<svg xmlns='http://www.w3.org/2000/svg'><script>{payloads.script('svg-file')}"
+                                       "</script></svg>")
+    (folder / "helper.py").write_text("print('hello')\n")
+
+
+def _randomly_edited(context: Context, seed: int):
+    nb = fill_release(context.release_nb, context.solutions)
+    payloads.random_metadata_edits(nb, seed)
+    return nb
+
+
 CASES: dict[str, Hostile] = {
     "infinite-loop": Hostile(
         "an infinite loop at the top of a solution cell (per-cell timeout)",
@@ -278,13 +361,13 @@ CASES: dict[str, Hostile] = {
         "replaces the grading probe with one that sends nothing",
         with_cells(lambda c: {"softmax": "import attention_lab.probe\nattention_lab.probe.run = lambda *a, **k: None\n"
                                          + WRONG_SOFTMAX}),
-        graded(0)),
+        _all_of(graded(0), feedback_says("replaced the probe"))),
     "forged-results": Hostile(
         "replaces the probe's calls with forged 'results' claiming success",
         with_cells(lambda c: {"softmax": "import attention_lab.probe as _p\n"
                                          "_p.call_case = lambda ns, case: {'status': 'returned', 'value': True, "
                                          "'args_after': [], 'warnings': []}\n" + WRONG_SOFTMAX}),
-        graded(0)),
+        _all_of(graded(0), feedback_says("the probe's output was forged"))),
     "always-equal": Hostile(
         "returns an object whose __eq__ is always True",
         with_cells(lambda c: {"causal_mask": "class _Yes:\n    def __eq__(self, other):\n        return True\n"
@@ -342,9 +425,55 @@ CASES: dict[str, Hostile] = {
         with_cells(lambda c: {}, edit=_widget_state),
         _all_of(graded(FULL), _no_widget_state)),
     "copied-solution-cell": Hostile(
-        "a copy-pasted solution cell (duplicate grade_id)",
+        "a copy-pasted solution cell (duplicate grade_id, as JupyterLab's duplicate makes it): the first keeps "
+        "its metadata, the copy runs as a plain cell",
         with_cells(lambda c: {}, edit=_duplicate_solution),
-        not_graded("copied cells with the same grade_id")),
+        graded(FULL, note="copied cell causal_mask")),
+    **{f"xss-{kind}": Hostile(
+        f"a correct notebook carrying a browser payload ({kind}: would set document.title and fetch a URL), "
+        "plus honest Markdown with LaTeX and a PNG figure",
+        lambda folder, context, kind=kind: _write_nb(folder, _browser_nb(context, kind)),
+        _all_of(graded(FULL, note="content that could run in a browser removed"), _inert, _honest_content_kept))
+       for kind in payloads.payloads()},
+    "hostile-student-id": Hostile(
+        "a correct notebook in a folder whose name (the student id) is an HTML payload",
+        lambda folder, context: _write(folder, context, {}),
+        not_graded("is not a safe identifier"), student=HOSTILE_ID),
+    "extra-files": Hostile(
+        "a correct notebook with an HTML page, an SVG and a script beside it in the submission folder",
+        lambda folder, context: (_write(folder, context, {}), _extra_files(folder)),
+        _all_of(graded(FULL, note="extra files not copied"), _no_extra_files)),
+    "huge-notebook": Hostile(
+        "300,000 Markdown cells (25 MB): refused on its file size before it is read",
+        release_json(lambda nb: payloads.many_markdown_cells(nb, 300_000)),
+        not_graded("over the file-size limit")),
+    "too-many-cells": Hostile(
+        "1,100 extra Markdown cells in a small file (over the cell limit of 1,000)",
+        release_json(lambda nb: payloads.many_markdown_cells(nb, 1_100)),
+        not_graded("over the cell limit: 1145 cells, limit 1000")),
+    "too-many-outputs": Hostile(
+        "2,001 outputs saved in one cell (over the output limit of 2,000)",
+        release_json(lambda nb: payloads.many_outputs(nb, 2_001)),
+        not_graded("over the output limit: 2001 outputs, limit 2000")),
+    "edited-metadata": Hostile(
+        "a wrong softmax, a test cell's grade_id renamed, another's points removed, a third made ungraded, "
+        "a fake manually graded cell worth 100 points and a cell with unknown nbgrader metadata",
+        with_cells(lambda c: {"softmax": WRONG_SOFTMAX}, edit=payloads.listed_metadata_edits),
+        _all_of(as_honest(lambda s: {"softmax": WRONG_SOFTMAX}), graded(FULL, 0, note="metadata edited: "))),
+    "random-metadata-edits": Hostile(
+        "random edits (seed 10) of the nbgrader metadata of every kind of cell",
+        lambda folder, context: (folder / NOTEBOOK).write_text(payloads.metadata_json(_randomly_edited(context, 10))),
+        _all_of(graded(FULL), graded(FULL, note="metadata edited: "))),
+    "base-exceptions": Hostile(
+        "functions the probe calls raise SystemExit, KeyboardInterrupt and a custom BaseException subclass",
+        with_cells(lambda c: BASE_EXCEPTIONS),
+        _all_of(as_honest(lambda s: BASE_EXCEPTIONS), feedback_says("your function raised SystemExit"),
+                feedback_says("your function raised KeyboardInterrupt"), feedback_says("raised GiveUp"))),
+    "long-error-strings": Hostile(
+        "a function raising an exception with a 100,000-character class name and message",
+        with_cells(lambda c: LONG_ERRORS),
+        _all_of(as_honest(lambda s: LONG_ERRORS), feedback_lacks("Y" * 400, "the whole class name"),
+                feedback_lacks("Z" * 400, "the whole message"))),
     "invalid-json": Hostile(
         "a notebook file that is not valid JSON",
         lambda folder, context: (folder / NOTEBOOK).write_text('{"cells": [ this is not json'),
@@ -361,14 +490,19 @@ CASES: dict[str, Hostile] = {
 }
 
 
+def student_of(key: str) -> str:
+    """The student id (submission folder) of hostile case ``key``."""
+    return CASES[key].student or f"hostile-{key}"
+
+
 def build(course_dir: Path, context: Context) -> list[str]:
-    """Write every hostile submission into ``course_dir/submitted/hostile-<key>/``; return the student ids."""
+    """Write every hostile submission into ``course_dir/submitted/<student_of(key)>/``; return the student ids."""
     students = []
     for key, case in CASES.items():
-        folder = course_dir / "submitted" / f"hostile-{key}" / ASSIGNMENT
+        folder = course_dir / "submitted" / student_of(key) / ASSIGNMENT
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
         case.build(folder, context)
-        students.append(f"hostile-{key}")
+        students.append(student_of(key))
     return students

@@ -13,10 +13,11 @@ import nbformat
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from attention_lab import probe, wire
+from attention_lab import wire
 from autograder import assignments
 from autograder.in_process import grader_for
 from autograder.notebook_cells import nbgrader_meta
+from autograder.probe_output import screen, why_missing
 
 
 class ClearWidgetState(NbGraderPreprocessor):
@@ -101,7 +102,8 @@ class GradeOutsideKernel(NbGraderPreprocessor):
         if grader is None:
             return nb, resources
         cells = dict(_autograder_cells(nb, grader))
-        results = {grade_id: probe.results_in(cell.outputs, grade_id) for grade_id, cell in cells.items()}
+        screened = {grade_id: screen(grader.request(grade_id), cell.outputs) for grade_id, cell in cells.items()}
+        results = {grade_id: found for grade_id, (found, _) in screened.items()}
         points = {grade_id: float(nbgrader_meta(cell)["points"]) for grade_id, cell in cells.items()}
         notes = nb.metadata.setdefault("attention_lab", {})
         execution = notes.get("execution") or {}
@@ -109,6 +111,9 @@ class GradeOutsideKernel(NbGraderPreprocessor):
         verdicts = grader.grade(results, points, missing_reason=stopped)
         for grade_id, cell in cells.items():
             verdict = verdicts[grade_id]
+            if results[grade_id] is None:  # say why, in the cell's own terms (forged output, a replaced probe, ...)
+                why = screened[grade_id][1] or why_missing(cell, stopped)
+                verdict.lines = [f"  ✗ no result reached the grader ({why})"]
             visible = "\n".join(line for line in cell.source.splitlines()
                                 if not line.startswith("import attention_lab.probe as _attention_lab_probe;"))
             cell.source = f"{visible.rstrip()}\n{GRADED_OUTSIDE}".lstrip("\n")
@@ -119,42 +124,4 @@ class GradeOutsideKernel(NbGraderPreprocessor):
             ]
         notes["grading"] = {grade_id: {"score": v.score, "points": v.points, "named": v.named}
                             for grade_id, v in verdicts.items()}
-        return nb, resources
-
-
-class RestoreDeletedCells(NbGraderPreprocessor):
-    """Before ``OverwriteCells``: put back the nbgrader cells a student deleted, where they were.
-
-    nbgrader 0.9's own ``OverwriteCells.add_missing_cells`` raises ``KeyError``
-    when the cell before a deleted one is a read-only cell (it looks the
-    neighbour up among grade cells only), which drops the whole submission.
-    Here every missing cell with nbgrader metadata is inserted after the
-    nearest earlier cell of the source notebook that the submission still has.
-    A deleted autograder or read-only cell comes back as in the source (and
-    ``OverwriteCells`` then restores it from the gradebook); a deleted answer
-    cell comes back empty, never with the solution.
-    """
-
-    def preprocess(self, nb, resources):
-        info = resources.get("nbgrader") or {}
-        notebook = str(info.get("notebook", "")).removesuffix(".ipynb")
-        path = Path(CourseDirectory(config=self.config).root or os.getcwd()) / "source" / str(
-            info.get("assignment")) / f"{notebook}.ipynb"
-        if not path.is_file():
-            return nb, resources
-        source = nbformat.read(str(path), as_version=4)
-        for position, cell in enumerate(source.cells):
-            grade_id = nbgrader_meta(cell).get("grade_id")
-            present = [nbgrader_meta(c).get("grade_id") for c in nb.cells]
-            if not grade_id or grade_id in present:
-                continue
-            restored = nbformat.from_dict(cell)
-            if nbgrader_meta(cell).get("solution"):
-                restored.source = "# (this answer cell was deleted)"
-            if restored.cell_type == "code":
-                restored.outputs, restored.execution_count = [], None
-            earlier = [g for c in source.cells[:position] if (g := nbgrader_meta(c).get("grade_id"))]
-            anchor = next((present.index(g) for g in reversed(earlier) if g in present), -1)
-            nb.cells.insert(anchor + 1, restored)
-            self.log.warning("Cell %s was deleted; restored after cell %d", grade_id, anchor + 1)
         return nb, resources

@@ -18,6 +18,7 @@ committed file differs (the test suite does this), and it exits non-zero unless 
 from __future__ import annotations
 
 import argparse
+import html
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -115,7 +116,7 @@ def grade_class_with_hostile(course_dir: Path) -> tuple[dict, dict[str, hostile.
     outcomes = {}
     by_student = {r.student: r for r in results[hostile.ASSIGNMENT][1]}
     for key in hostile.CASES:
-        student = f"hostile-{key}"
+        student = hostile.student_of(key)
         result = by_student[student]
         autograded = course_dir / "autograded" / student / hostile.ASSIGNMENT / hostile.NOTEBOOK
         feedback = course_dir / "feedback" / student / hostile.ASSIGNMENT / hostile.NOTEBOOK.replace(".ipynb", ".html")
@@ -175,6 +176,11 @@ def _percent(rows: list[Row]) -> str:
     return f"{passed}/{len(rows)} ({100 * passed / len(rows):.0f}%)" if rows else "0/0"
 
 
+def _inert(text: str) -> str:
+    """Table-cell text that a Markdown viewer shows as text: no HTML (student ids and notes are learners'), no '|'."""
+    return html.escape(text, quote=False).replace("|", "/")
+
+
 def render(report: Report) -> str:
     """The report as Markdown (deterministic: no timings, no temporary paths)."""
     lines = [
@@ -204,8 +210,8 @@ def render(report: Report) -> str:
                         ("Hostile and broken submissions (assignment 1, graded with nbgrader)", report.hostile),
                         ("Example class, end to end", report.end_to_end)):
         lines += [f"## {title}", "", "| assignment | variant | what it does | met | result |", "|---|---|---|---|---|"]
-        lines += [f"| {r.assignment.split('_', 1)[0]} | `{r.name}` | {r.description} | {'✓' if r.ok else '✗'} | "
-                  f"{r.detail.replace('|', '/')} |" for r in rows]
+        lines += [f"| {r.assignment.split('_', 1)[0]} | `{r.name}` | {_inert(r.description)} | {'✓' if r.ok else '✗'} | "
+                  f"{_inert(r.detail)} |" for r in rows]
         lines.append("")
     return "\n".join(lines)
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -47,9 +48,10 @@ from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager, KernelManager
-from traitlets import Integer, List, Unicode, default
+from traitlets import Bool, Integer, List, Unicode, default
 
 from autograder.sandbox_client import CappedKernelClient
+from autograder.sandbox_image import INSIDE_PACKAGES, Image, python_image
 
 INSTALL_HINT = ("install bubblewrap, e.g. `sudo apt-get install bubblewrap` on Debian/Ubuntu "
                 "(`make grade` and `.ci/run` do this when run as root)")
@@ -297,6 +299,10 @@ class SandboxedKernelManager(AsyncKernelManager):
     extra_read_only_paths = List(Unicode(), [],
                                  help="More host paths the kernel may read (same path inside).").tag(config=True)
     runtime_root = Unicode(help="Where the private runtime directories (ipc sockets) are created.").tag(config=True)
+    hide_host_paths = Bool(True, help="Mount the kernel's Python and the student packages at neutral paths "
+                                      "(/opt/python, /opt/venv, /opt/packages) from an image outside the course "
+                                      "directory, so that /proc/self/mountinfo names neither the course nor the "
+                                      "user (autograder/sandbox_image.py).").tag(config=True)
     max_message_bytes = Integer(16 * 2**20, help="Largest single message accepted from the kernel, bytes "
                                                  "(a larger one is lost).").tag(config=True)
 
@@ -363,9 +369,9 @@ class SandboxedKernelManager(AsyncKernelManager):
         Returns
         -------
         list of pathlib.Path
-            ``/usr``, the kernel's Python environment and installation, the
-            student packages and ``extra_read_only_paths``, resolved, without
-            any that another one contains.
+            ``/usr`` and ``extra_read_only_paths`` (with ``hide_host_paths``
+            off, also the kernel's Python environment and installation and
+            the student packages), resolved, without any that another one contains.
 
         Raises
         ------
@@ -373,14 +379,40 @@ class SandboxedKernelManager(AsyncKernelManager):
             If the kernel's Python does not run.
         """
         roots: list[Path] = []
-        wanted = [Path(d) for d in SYSTEM_DIRS] + python_prefixes(self.python)
-        wanted += [p for p in map(package_dir, self.student_packages) if p is not None]
+        wanted = [Path(d) for d in SYSTEM_DIRS]
+        if self.hide_host_paths:  # the image replaces them (image()), except an installation under /usr
+            wanted += [p for p in python_prefixes(self.python) if _within(p.resolve(), [Path("/usr")])]
+        else:
+            wanted += python_prefixes(self.python) + [p for p in map(package_dir, self.student_packages) if p]
         wanted += [Path(p) for p in self.extra_read_only_paths]
         for path in wanted:
             path = path.resolve()
             if path.exists() and not _within(path, roots):
                 roots = [r for r in roots if not _within(r, [path])] + [path]
         return sorted(roots)
+
+    def image(self) -> Image | None:
+        """The kernel's Python at neutral paths (:mod:`autograder.sandbox_image`), or None with ``hide_host_paths`` off."""
+        if not self.hide_host_paths:
+            return None
+        prefix, base = python_prefixes(self.python)
+        return python_image(self.python, str(prefix), str(base), tuple(self.hidden_packages))
+
+    def package_copies(self) -> Path | None:
+        """Fresh copies of the student packages in this kernel's runtime directory, for ``/opt/packages``."""
+        found = [p for p in map(package_dir, self.student_packages) if p is not None]
+        if not self.hide_host_paths or not found:
+            return None
+        folder = self.runtime_dir / "packages"
+        for package in found:
+            if package.is_dir():
+                shutil.copytree(package, folder / package.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            else:
+                folder.mkdir(exist_ok=True)
+                shutil.copy(package, folder / package.name)
+        for path in [folder, *folder.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        return folder
 
     def bwrap_command(self, kernel_cmd: list[str], notebook_dir: str | None = None) -> tuple[list[str], list[int]]:
         """The full command that starts ``kernel_cmd`` in the sandbox.
@@ -454,6 +486,11 @@ class SandboxedKernelManager(AsyncKernelManager):
                  "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", WORKDIR]
         for root in roots:
             args += ["--ro-bind", source(root), str(root)]
+        image, packages = self.image(), self.package_copies()
+        for host, inside in image.mounts if image else ():
+            args += ["--ro-bind", source(host), str(inside)]
+        if packages is not None:
+            args += ["--ro-bind", str(packages), str(INSIDE_PACKAGES)]
         args += _system_links()
         for name in ETC_FILES:
             if os.path.exists(name):
@@ -479,7 +516,9 @@ class SandboxedKernelManager(AsyncKernelManager):
                  "--clearenv"]
         for key, value in self.kernel_env().items():
             args += ["--setenv", key, value]
-        limits = ["/usr/bin/prlimit", f"--as={self.memory_limit}", "--core=0", f"--fsize={self.file_size_limit}",
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]  # a budget on the grading process caps its kernel too
+        memory = self.memory_limit if hard == resource.RLIM_INFINITY else min(self.memory_limit, hard)
+        limits = ["/usr/bin/prlimit", f"--as={memory}", "--core=0", f"--fsize={self.file_size_limit}",
                   f"--nproc={self.process_limit}",
                   # SIGXCPU at the limit (fatal unless handled), SIGKILL a little later
                   f"--cpu={self.cpu_time_limit}:{self.cpu_time_limit + 5}",
@@ -501,8 +540,9 @@ class SandboxedKernelManager(AsyncKernelManager):
             MPLCONFIGDIR and IPYTHONDIR under /tmp, PYTHONDONTWRITEBYTECODE=1,
             and nbgrader's NBGRADER_EXECUTION (NBGRADER_VALIDATING) as set in the grader.
         """
+        image = self.image()
         env = {
-            "PATH": f"{Path(self.python).parent}:/usr/local/bin:/usr/bin:/bin",
+            "PATH": f"{image.bin_dir if image else Path(self.python).parent}:/usr/local/bin:/usr/bin:/bin",
             "HOME": "/tmp",
             "LANG": "C.UTF-8",
             "OPENBLAS_NUM_THREADS": "1",
@@ -511,12 +551,19 @@ class SandboxedKernelManager(AsyncKernelManager):
             "IPYTHONDIR": "/tmp/ipython",
             "PYTHONDONTWRITEBYTECODE": "1",
         }
+        if self.hide_host_paths and any(map(package_dir, self.student_packages)):
+            env["PYTHONPATH"] = str(INSIDE_PACKAGES)
+        if image and image.library_dir:
+            env["LD_LIBRARY_PATH"] = image.library_dir
         for key in ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING"):
             if key in os.environ:
                 env[key] = os.environ[key]
         return env
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+        image = self.image()
+        if image and kernel_cmd and kernel_cmd[0] == self.python:
+            kernel_cmd = [image.python, *kernel_cmd[1:]]  # the same interpreter, at its neutral path inside
         cmd, fds = self.bwrap_command(kernel_cmd, kw.get("cwd"))
         kw["env"] = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         kw["cwd"] = str(self.runtime_dir)

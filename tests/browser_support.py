@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -51,8 +52,10 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def lab_server(root: Path, log_path: Path):
-    """Start JupyterLab on ``root`` as ``make lab`` does; yield its base URL; stop it afterwards."""
+def lab_server(root: Path, log_path: Path, token: str = ""):
+    """Start JupyterLab on ``root`` as ``make lab`` does; yield its base URL; stop its process group afterwards.
+
+    With a ``token``, every request needs it (``?token=…`` once, then the cookie)."""
     run = Path(tempfile.mkdtemp(prefix="attention-lab-browser-"))
     settings = run / "settings"
     (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
@@ -67,11 +70,12 @@ def lab_server(root: Path, log_path: Path):
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     port = free_port()
     command = lab_command(root, "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-                          f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--IdentityProvider.token=",
+                          f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
                           "--ServerApp.password=", "--LabApp.news_url=None",
                           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate")
     log = open(log_path, "w")
-    process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)  # its own process group: kernels and all are stopped together
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 60
@@ -79,7 +83,7 @@ def lab_server(root: Path, log_path: Path):
             if process.poll() is not None:
                 raise RuntimeError(f"JupyterLab exited with code {process.returncode}; see {log_path}")
             try:
-                with urllib.request.urlopen(f"{base}/api/status", timeout=2) as response:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as response:
                     if response.status == 200:
                         break
             except OSError:
@@ -89,11 +93,14 @@ def lab_server(root: Path, log_path: Path):
             time.sleep(0.3)
         yield base
     finally:
-        process.terminate()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
         log.close()
         shutil.rmtree(run, ignore_errors=True)
 

@@ -28,3 +28,16 @@ def graded_class(tmp_path_factory):
     course = tmp_path_factory.mktemp("class")
     results, outcomes = report.grade_class_with_hostile(course)
     return course, results, outcomes
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium driven by Playwright, one per test module (the browser tests skip without it)."""
+    from playwright.sync_api import sync_playwright
+
+    from browser_support import launch
+
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        yield browser
+        browser.close()

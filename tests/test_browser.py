@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from attention_lab import explorer as ex
-from browser_support import (CHROMIUM, HASH_JS, PIXEL_JS, course_copy, launch, lab_server, run_all,
+from browser_support import (CHROMIUM, HASH_JS, PIXEL_JS, course_copy, lab_server, run_all,
                              slider_handle, wait_idle, wait_new_pixels)
 from conftest import ASSIGNMENT, REPO
 
@@ -25,7 +25,7 @@ if not os.path.exists(CHROMIUM):
         pytest.fail(f"{CHROMIUM} is missing: .ci/run must `apt-get install -y chromium`", pytrace=False)
     pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)", allow_module_level=True)
 
-from playwright.sync_api import expect, sync_playwright  # noqa: E402
+from playwright.sync_api import expect  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -40,14 +40,6 @@ def lab_course(tmp_path_factory):
 @pytest.fixture(scope="module")
 def lab(lab_course):
     return lab_course[0]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -160,16 +160,6 @@ def test_table_lines_up_graded_and_ungraded_students():
     assert table[3].split()[:3] == ["bob", "–", "–"] and table[3].endswith("is an empty file")
 
 
-def test_autograde_failures_are_read_from_the_log():
-    log = ("[AutogradeApp | INFO] Autograding /c/autograded/bob/A1/nb.ipynb\n"
-           "[AutogradeApp | ERROR] There was an error processing assignment: /c/submitted/bob/A1\n"
-           "Traceback (most recent call last):\n  ...\nnbclient.exceptions.DeadKernelError: Kernel died\n"
-           "[AutogradeApp | INFO] Autograding /c/autograded/eve/A1/nb.ipynb\n"
-           "[AutogradeApp | ERROR] There was an error processing assignment 'A1' for student 'bob'\n")
-    reasons = grading.autograde_failures(log, "A1")
-    assert set(reasons) == {"bob"} and "DeadKernelError: Kernel died" in reasons["bob"]
-
-
 def test_make_grade_with_nothing_submitted_says_what_to_do(tmp_path, capsys):
     shutil.copytree(REPO / "source", tmp_path / "source")
     assert grading.main(["--course-dir", str(tmp_path)]) == 0

@@ -135,3 +135,33 @@ def test_validate_reports_every_failing_self_check_with_its_plain_message_first(
         assert error.strip().startswith("✗ "), error  # the plain message first, no traceback header
     assert "Traceback" not in out and not our_frames(out.splitlines())
     assert "This looks like a known mistake: causal mask flipped" in out
+
+
+def test_make_release_stops_on_a_file_that_is_not_on_the_allow_list(tmp_path, capsys):
+    from autograder import release
+
+    course = course_copy(tmp_path / "course")
+    (course / "source" / ASSIGNMENT / "reference_solution.py").write_text("def softmax(x): ...\n")
+    with pytest.raises(release.UnlistedFile) as refused:
+        release.generate_release(course, [ASSIGNMENT], release_dir=tmp_path / "out")
+    assert str(refused.value) == (
+        f"source/{ASSIGNMENT}/reference_solution.py would be released but is not listed in "
+        f"c.ReleaseFiles.allowed['{ASSIGNMENT}'] (nbgrader_config.py): list it there, or move it out of source/")
+    assert not (tmp_path / "out").exists()  # nothing was written
+    # listed, it is released
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write(f"\nc.ReleaseFiles.allowed = {{{ASSIGNMENT!r}: ['reference_solution.py']}}\n")
+    release.generate_release(course, [ASSIGNMENT], release_dir=tmp_path / "out")
+    assert (tmp_path / "out" / ASSIGNMENT / "reference_solution.py").exists()
+
+
+def test_make_release_prints_one_line_and_fails(monkeypatch, capsys):
+    from autograder import release
+
+    def refuse(*args, **kwargs):
+        raise release.UnlistedFile("source/x/data.csv would be released but is not listed in c.ReleaseFiles.allowed")
+
+    monkeypatch.setattr(release, "generate_release", refuse)
+    assert release.main(["x"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "data.csv" in err and "c.ReleaseFiles.allowed" in err

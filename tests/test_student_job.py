@@ -1,0 +1,168 @@
+"""One submission cannot stall the class: every limit, just over (not graded, with which limit) and just under (graded).
+
+Each student is graded by ``autograder.student_job.run_student`` (a child process with a memory and a
+wall-clock budget) in a course directory of its own, with the limits set in its ``nbgrader_config.py``
+around an honest submission of assignment 1; a student that is not graded leaves no gradebook rows
+and no autograded or feedback folder.
+"""
+
+import json
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook, MissingEntry
+
+from autograder import grading
+from autograder import hostile_payloads as payloads
+from autograder.notebook_cells import fill_release, read, solution_cells
+from autograder.student_job import grade_student, run_student
+from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
+
+
+@pytest.fixture(scope="module")
+def honest():
+    return fill_release(read(RELEASE_NB), solution_cells(read(SOURCE_NB)))
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """A course with assignment 1 in its gradebook; each test appends its own limits to a copy of the config."""
+    root = grading.copy_course(REPO, tmp_path_factory.mktemp("limits") / "course")
+    grading.load_into_gradebook(root, ASSIGNMENT)
+    return root
+
+
+def submit(course, student, text: str):
+    folder = course / "submitted" / student / ASSIGNMENT
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / NOTEBOOK).write_text(text)
+    return folder
+
+
+def configure(course, **settings):
+    """Set ``c.<Class>.<name> = value`` for this test (the config is restored afterwards by the fixture below)."""
+    with open(course / "nbgrader_config.py", "a") as config:
+        for key, value in settings.items():
+            config.write(f"\nc.{key.replace('__', '.')} = {value!r}\n")
+
+
+@pytest.fixture(autouse=True)
+def fresh_config(course):
+    original = (course / "nbgrader_config.py").read_text()
+    yield
+    (course / "nbgrader_config.py").write_text(original)
+
+
+def left_nothing(course, student) -> bool:
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=grading.COURSE_ID) as gradebook:
+        try:
+            gradebook.find_submission(ASSIGNMENT, student)
+            return False
+        except MissingEntry:
+            pass
+    return not (course / "autograded" / student).exists() and not (course / "feedback" / student).exists()
+
+
+def total(course, student) -> float:
+    _, rows = grading.read_results(course, ASSIGNMENT, [student])
+    assert rows[0].steps is not None, rows[0].note
+    return rows[0].total
+
+
+def test_file_size_just_over_is_refused_and_just_under_is_graded(course, honest):
+    size = len(nbformat.writes(honest).encode()) + 1000
+    configure(course, SubmissionLimits__max_notebook_bytes=size)
+    submit(course, "size-under", payloads.padded_to(honest, size))
+    submit(course, "size-over", payloads.padded_to(honest, size + 1))
+    over = run_student(course, ASSIGNMENT, "size-over")
+    assert not over.graded and over.reason == (
+        f"{NOTEBOOK} is over the file-size limit: {(size + 1) / 1024:.1f} KiB ({size + 1} bytes), "
+        f"limit {size / 1024:.1f} KiB (SubmissionLimits.max_notebook_bytes)")
+    assert left_nothing(course, "size-over")
+    assert run_student(course, ASSIGNMENT, "size-under").graded
+    assert total(course, "size-under") == 10
+
+
+def test_cells_just_over_are_refused_and_just_under_graded(course, honest):
+    limit = len(honest.cells) + 1
+    configure(course, SubmissionLimits__max_cells=limit)
+    submit(course, "cells-under", nbformat.writes(payloads.many_markdown_cells(nbformat.from_dict(honest), 1)))
+    submit(course, "cells-over", nbformat.writes(payloads.many_markdown_cells(nbformat.from_dict(honest), 2)))
+    over = run_student(course, ASSIGNMENT, "cells-over")
+    assert not over.graded and over.reason == (f"{NOTEBOOK} is over the cell limit: {limit + 1} cells, limit {limit} "
+                                               "(SubmissionLimits.max_cells)")
+    assert left_nothing(course, "cells-over")
+    assert run_student(course, ASSIGNMENT, "cells-under").graded and total(course, "cells-under") == 10
+
+
+def test_outputs_just_over_are_refused_and_just_under_graded(course, honest):
+    configure(course, SubmissionLimits__max_outputs=50)
+    submit(course, "outputs-under", nbformat.writes(payloads.many_outputs(nbformat.from_dict(honest), 50)))
+    submit(course, "outputs-over", nbformat.writes(payloads.many_outputs(nbformat.from_dict(honest), 51)))
+    over = run_student(course, ASSIGNMENT, "outputs-over")
+    assert not over.graded and "over the output limit: 51 outputs, limit 50 (SubmissionLimits.max_outputs)" in over.reason
+    assert left_nothing(course, "outputs-over")
+    assert run_student(course, ASSIGNMENT, "outputs-under").graded and total(course, "outputs-under") == 10
+
+
+def test_the_300000_cell_notebook_is_refused_before_it_is_read(course, honest, monkeypatch):
+    huge = json.dumps(payloads.many_markdown_cells(nbformat.from_dict(honest), 300_000))
+    assert len(huge) > 20 * 2**20
+    submit(course, "huge", huge)
+    import nbgrader.apps
+
+    monkeypatch.setattr(nbgrader.apps, "NbGraderAPI", None)  # nbgrader must not even be started for it
+    result = grade_student(course, ASSIGNMENT, "huge")
+    assert not result.graded and "over the file-size limit" in result.reason
+    assert "limit 8.0 MiB (SubmissionLimits.max_notebook_bytes)" in result.reason
+
+
+def test_the_wall_clock_budget_kills_the_job_leaves_no_rows_and_the_next_student_is_graded(course, honest):
+    # the sandbox's own limits are raised so that only the per-student budget can stop this one
+    configure(course, StudentBudget__wall_clock_seconds=45, Execute__timeout=600, SandboxedExecute__wall_clock_limit=900)
+    slow = fill_release(read(RELEASE_NB), {**solution_cells(read(SOURCE_NB)),
+                                           "causal_mask": "import time\ntime.sleep(3600)"})
+    submit(course, "slow", nbformat.writes(slow))
+    submit(course, "after-slow", nbformat.writes(honest))
+    result = run_student(course, ASSIGNMENT, "slow")
+    assert not result.graded and result.reason == (
+        "grading it took longer than the wall-clock budget of 45 s (StudentBudget.wall_clock_seconds), so it was stopped")
+    assert left_nothing(course, "slow")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=grading.COURSE_ID) as gradebook:
+        with pytest.raises(MissingEntry):
+            gradebook.find_student("slow")
+    assert run_student(course, ASSIGNMENT, "after-slow").graded and total(course, "after-slow") == 10
+
+
+def test_the_memory_budget_stops_a_job_that_needs_more_and_grades_one_that_fits(course, honest):
+    submit(course, "memory", nbformat.writes(honest))
+    # measured: grading one honest student peaks at ~0.55 GiB of address space; the kernel's own limit is capped
+    # at the job's (a budget below the kernel's limit lowers it too)
+    configure(course, StudentBudget__memory_bytes=300 * 2**20)
+    starved = run_student(course, ASSIGNMENT, "memory")
+    assert not starved.graded and starved.reason.startswith(
+        "grading it went over the memory budget of 300.0 MiB (StudentBudget.memory_bytes)"), starved.reason
+    assert left_nothing(course, "memory")
+    configure(course, StudentBudget__memory_bytes=3 * 2**30, SandboxedKernelManager__memory_limit=2**30)
+    assert run_student(course, ASSIGNMENT, "memory").graded and total(course, "memory") == 10
+
+
+def test_an_unsafe_student_id_is_refused_before_grading(course, honest):
+    student = "<img src=x onerror=alert(1)>"
+    submit(course, student, nbformat.writes(honest))
+    result = run_student(course, ASSIGNMENT, student)
+    assert not result.graded
+    assert result.reason.startswith("the student id '<img src=x onerror=alert(1)>' is not a safe identifier")
+    assert left_nothing(course, student)
+
+
+def test_extra_files_in_a_submission_are_not_copied_where_formgrader_serves_them(course, honest):
+    folder = submit(course, "extras", nbformat.writes(honest))
+    (folder / "page.html").write_text("<script>alert(1)</script>")
+    (folder / "sub").mkdir()
+    (folder / "sub" / ".hidden.svg").write_text("<svg onload=alert(1)>")
+    result = run_student(course, ASSIGNMENT, "extras")
+    assert result.graded and result.notes == ["extra files not copied: 'page.html', 'sub/.hidden.svg'"]
+    for output in ("autograded", "feedback"):
+        files = sorted(p.name for p in (course / output / "extras" / ASSIGNMENT).rglob("*") if p.is_file())
+        assert files == [NOTEBOOK if output == "autograded" else NOTEBOOK.replace(".ipynb", ".html")], files
