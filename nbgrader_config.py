@@ -4,10 +4,12 @@ Read by `nbgrader` commands run here, by `make release` / `make grade` /
 `make demo`, and by the JupyterLab nbgrader extension (formgrader, Validate).
 """
 
+from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import Execute
 
-from autograder.preprocessors import ClearWidgetState, GradeOutsideKernel, InsertProbes, RestoreDeletedCells
+from autograder.preprocessors import (CleanTracebacks, ClearWidgetState, GradeOutsideKernel, InsertProbes,
+                                      RestoreDeletedCells)
 from autograder.sandbox import SandboxedExecute
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
@@ -29,15 +31,21 @@ c.Autograde.sanitize_preprocessors = (
 )
 
 # Grading happens outside the learner's kernel: InsertProbes swaps each autograder cell's hidden tests
-# for a probe that only calls the learner's functions on hidden inputs; after execution,
-# GradeOutsideKernel compares the raw results with the reference in this process and writes the
-# feedback and the score into the cell, which SaveAutoGrades then reads.
+# for a probe that only calls the learner's functions on hidden inputs; SandboxedExecute runs the
+# notebook and then, in the same kernel, the grader's stand-in passes (each step graded on its own);
+# nbconvert's CoalesceStreamsPreprocessor merges the pieces of a printed output that arrived as several
+# stream messages (how many depends on timing), so that the same submission gives the same feedback on
+# every run; CleanTracebacks keeps only the notebook's own frames in tracebacks and no path of this
+# machine in any output; GradeOutsideKernel compares the raw results with the reference in this process
+# and writes the feedback and the score into the cell, which SaveAutoGrades then reads.
 _default_autograde = list(Autograde.class_traits()["autograde_preprocessors"].default())
 _execute_at = _default_autograde.index(Execute)
 c.Autograde.autograde_preprocessors = (
-    _default_autograde[:_execute_at] + [InsertProbes, SandboxedExecute, GradeOutsideKernel]
+    _default_autograde[:_execute_at]
+    + [InsertProbes, SandboxedExecute, CoalesceStreamsPreprocessor, CleanTracebacks, GradeOutsideKernel]
     + _default_autograde[_execute_at + 1:]
 )
+c.CoalesceStreamsPreprocessor.enabled = True  # nbconvert's preprocessors are off until enabled
 
 # Learners' code runs in a bubblewrap sandbox (autograder/sandbox_kernel.py): no course files, no network,
 # limits on memory, CPU, processes, files and output. Execute's options (timeout, ...) apply to it.

@@ -444,9 +444,9 @@ class Grader:
         score = round(points * gained / total, 4) if total > 0 else 0.0
         unanswered = all(v.unanswered for v in verdicts)
         if unanswered:
-            functions = ", ".join(dict.fromkeys(case.function for case in cases))
-            lines = [f"  ✗ {UNANSWERED}: {functions} still raises NotImplementedError (replace "
-                     "`raise NotImplementedError()` with your code)"]
+            functions = list(dict.fromkeys(case.function for case in cases))
+            still = "it still raises" if len(functions) == 1 else "they still raise"
+            lines = [f"  ✗ {_names(functions)}: {UNANSWERED} ({still} NotImplementedError)"]
         else:
             lines = [f"  {'✓' if v.ok else '✗'} {case.description}" + (" (not scored)" if case.weight == 0 else "")
                      + (f": {v.message}" if v.message else "") for case, v in zip(cases, verdicts)]

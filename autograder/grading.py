@@ -183,8 +183,11 @@ def read_results(course_dir: Path, assignment: str, students: list[str],
 
 
 def _grading_notes(course_dir: Path, assignment: str, student: str) -> tuple[str, list[str]]:
-    """(note, named mistakes) that the grading preprocessors left in the autograded notebooks."""
-    notes, named = [], []
+    """(note, named mistakes) that the grading preprocessors left in the autograded notebooks.
+
+    The note says why a kernel was stopped and which steps are still the release's stub ("unanswered").
+    """
+    notes, named, unanswered, steps = [], [], [], 0
     for path in sorted((course_dir / "autograded" / student / assignment).glob("*.ipynb")):
         try:
             meta = nbformat.read(str(path), as_version=4).metadata.get("attention_lab", {})
@@ -193,8 +196,13 @@ def _grading_notes(course_dir: Path, assignment: str, student: str) -> tuple[str
         execution = meta.get("execution") or {}
         if execution.get("status") not in (None, "ok"):
             notes.append(str(execution.get("reason", execution["status"]))[:200])
-        for verdict in (meta.get("grading") or {}).values():
+        for grade_id, verdict in (meta.get("grading") or {}).items():
+            steps += 1
             named.extend(key for key in verdict.get("named", []) if key not in named)
+            if verdict.get("unanswered"):
+                unanswered.append(step_name(grade_id, assignment))
+    if unanswered:
+        notes.append("unanswered" if len(unanswered) == steps else f"unanswered: {', '.join(unanswered)}")
     return "; ".join(notes), named
 
 

@@ -5,6 +5,8 @@ Runs the real comparison (:mod:`autograder.comparison`) on the real kernel-side 
 (:mod:`attention_lab.probe`), in this process; ``test_grading`` checks nbgrader gives the same scores.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -108,35 +110,74 @@ def test_a_wrong_scale_that_matches_no_known_mistake_names_the_factor():
     assert "0.9428 times the correct one (d_k = 8)" in result.text()  # ÷3 instead of ÷√8
 
 
-def test_a_later_step_is_graded_given_an_earlier_identified_mistake():
+def test_a_later_step_is_graded_on_its_own_when_an_earlier_function_has_a_known_mistake():
     results = grades(A1.mistakes["softmax_wrong_axis"].cells)
-    assert results["test_scaled_dot_product_attention"].score == 2
-    assert "correct given your earlier function" in results["test_scaled_dot_product_attention"].text()
+    attention = results["test_scaled_dot_product_attention"]
+    assert attention.score == 2 and not attention.named
+    assert "Graded on its own: softmax, from an earlier step, is wrong or unfinished" in flat(attention.text())
+    assert "answered those calls with the reference's values" in flat(attention.text())
+    assert results["test_causal_self_attention"].score == 2  # calls attention, which calls softmax
 
 
-def test_an_unfinished_earlier_function_is_named_in_the_later_step():
+def test_an_unfinished_earlier_function_is_stood_in_for_and_its_own_step_says_not_answered_yet():
     results = grades({"softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()"})
-    text = results["test_scaled_dot_product_attention"].text()
-    assert "raised NotImplementedError in softmax" in text and "finish it first" in text
+    assert results["test_softmax"].score == 0 and results["test_softmax"].unanswered
+    assert "not answered yet" in results["test_softmax"].text()
+    assert "raised NotImplementedError" not in results["test_softmax"].text()
+    assert {g for g, r in results.items() if r.score < r.points} == {"test_softmax"}
+    assert "Graded on its own: softmax" in flat(results["test_scaled_dot_product_attention"].text())
 
 
-def test_modifying_the_input_in_place_is_reported():
-    in_place = ("def softmax(x, axis=-1):\n    x -= x.max(axis=axis, keepdims=True)\n    np.exp(x, out=x)\n"
-                "    x /= x.sum(axis=axis, keepdims=True)\n    return x")
-    result = grades({"softmax": in_place})["test_softmax"]
-    assert result.score == 0 and "modified its argument 1 in place" in result.text()
+def test_an_earlier_function_that_a_later_one_cannot_call_is_named_there_without_an_empty_message():
+    # the later function keeps its own copy of softmax (a default argument): no stand-in can answer it
+    cells = {"softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()",
+             "scaled_dot_product_attention": A1_SDPA.replace("(Q, K, V, mask=None, scale=True)",
+                                                             "(Q, K, V, mask=None, scale=True, softmax=softmax)")}
+    text = grades(cells)["test_scaled_dot_product_attention"].text()
+    assert "softmax, another function of this notebook that it calls, is not answered yet: finish it first" in flat(text)
+    assert ": —" not in text and "NotImplementedError: " not in text and not re.search(r": *$", text, re.M)
 
 
-def test_an_object_that_claims_equality_is_only_a_type_name():
-    cheat = ("class Anything:\n    def __eq__(self, other):\n        return True\n"
-             "    __array_priority__ = 1000\n"
-             "def causal_mask(T):\n    return Anything()")
-    result = grades({"causal_mask": cheat})["test_causal_mask"]
-    assert result.score == 0 and "it is a __main__.Anything" in result.text()
-    subclass = ("class Anything(np.ndarray):\n    def __eq__(self, other):\n        return True\n"
-                "def causal_mask(T):\n    return np.zeros((T, T), dtype=bool).view(Anything)")
-    result = grades({"causal_mask": subclass})["test_causal_mask"]
-    assert result.score == 0 and "subclass of numpy.ndarray" in result.text()
+# ---- forgiveness only for a mistake the learner made ------------------------------------------------
+
+A1_SDPA = '''def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
+    scores = attention_scores(Q, K, scale=scale)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+'''
+
+
+def test_a_re_implemented_earlier_step_that_raises_gets_no_credit_on_those_cases():
+    # its own scores with keys as rows: raises wherever T_q ≠ T_k (as the bank's keys_times_queries does)
+    inline = A1_SDPA.replace("attention_scores(Q, K, scale=scale)",
+                             "K @ np.swapaxes(Q, -1, -2) / (np.sqrt(Q.shape[-1]) if scale else 1.0)")
+    result = grades({"scaled_dot_product_attention": inline})["test_scaled_dot_product_attention"]
+    assert result.score == 0, result.text()
+    assert "correct given" not in result.text() and "Graded on its own" not in result.text()
+
+
+def test_a_re_implemented_earlier_step_with_another_functions_known_mistake_loses_points():
+    # ÷d_k inside attention is the bank's scale_by_d of attention_scores, but this learner's attention_scores is right
+    inline = A1_SDPA.replace("attention_scores(Q, K, scale=scale)",
+                             "Q @ np.swapaxes(K, -1, -2) / (Q.shape[-1] if scale else 1.0)")
+    results = grades({"scaled_dot_product_attention": inline})
+    assert results["test_scaling"].score == 1
+    assert results["test_scaled_dot_product_attention"].score == 0.5  # only the scale=False case is right
+    assert "correct given" not in results["test_scaled_dot_product_attention"].text()
+
+
+def test_an_attention_step_whose_body_only_raises_value_error_earns_zero():
+    cells = {"scaled_dot_product_attention":
+             "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n    raise ValueError('no')"}
+    assert grades(cells)["test_scaled_dot_product_attention"].score == 0
+
+
+def test_two_raised_exceptions_are_never_the_same_result():
+    case = A1.step("test_softmax").cases()[0]
+    assert not comparison.same(comparison.Raised("ValueError"), comparison.Raised("ValueError"), case)
+    assert comparison.looks_like(comparison.Raised("ValueError"), comparison.Raised("ValueError"), case)
 
 
 def test_returning_a_list_is_accepted_and_a_swapped_pair_is_named():
