@@ -207,13 +207,16 @@ def _assignment_1_cases(seed: int = 3_0101):
     rng = np.random.default_rng(seed)
     causal = np.tril(np.ones((6, 6), dtype=bool))
     return [
-        Case("softmax of (4, 7) logits", "softmax", (rng.normal(0, 3.0, (4, 7)),), outputs=("the probabilities",)),
+        # weight 0: no known mistake of this step fails these three (they show that the functions are there)
+        Case("softmax of (4, 7) logits", "softmax", (rng.normal(0, 3.0, (4, 7)),), outputs=("the probabilities",),
+             weight=0),
         Case("softmax of large logits (up to 1e4)", "softmax",
              (np.array([[1000.0, 1001.0, 1002.0], [-1e4, 0.0, 1e4]]),), outputs=("the probabilities",)),
         Case("softmax along axis 0", "softmax", (rng.normal(0, 2.0, (3, 5)),), {"axis": 0},
-             outputs=("the probabilities",)),
+             outputs=("the probabilities",), weight=0),
         Case("attention without a mask, T_q ≠ T_k, d_v ≠ d_k", "scaled_dot_product_attention",
-             (rng.normal(0, 1.5, (4, 6)), rng.normal(0, 1.5, (7, 6)), rng.normal(size=(7, 3))), outputs=PAIR),
+             (rng.normal(0, 1.5, (4, 6)), rng.normal(0, 1.5, (7, 6)), rng.normal(size=(7, 3))), outputs=PAIR,
+             weight=0),
         Case("attention with a causal mask, T = 6", "scaled_dot_product_attention",
              (rng.normal(0, 1.5, (6, 5)), rng.normal(0, 1.5, (6, 5)), rng.normal(size=(6, 4))), {"mask": causal},
              outputs=PAIR),

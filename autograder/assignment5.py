@@ -166,11 +166,13 @@ def _assignment_1_cases(seed: int = 5001):
     rng = np.random.default_rng(seed)
     bottom_right = np.tril(np.ones((3, 6), dtype=bool), k=3)
     return [
-        Case("softmax of mixed-sign logits", "softmax", (rng.normal(0, 3.0, (4, 6)),)),
+        # weight 0: no known mistake of this step fails these two (they show that the functions are there)
+        Case("softmax of mixed-sign logits", "softmax", (rng.normal(0, 3.0, (4, 6)),), weight=0),
         Case("softmax of logits as large as 1e4", "softmax",
              (np.array([[1000.0, 1001.0, 1002.0], [-1e4, 0.0, 1e4]]),)),
         Case("attention, 3 queries over 5 keys, no mask", "scaled_dot_product_attention",
-             (rng.normal(0, 1.5, (3, 4)), rng.normal(0, 1.5, (5, 4)), rng.normal(size=(5, 2))), outputs=PAIR),
+             (rng.normal(0, 1.5, (3, 4)), rng.normal(0, 1.5, (5, 4)), rng.normal(size=(5, 2))), outputs=PAIR,
+             weight=0),
         Case("attention, 3 queries over 6 keys with a (3, 6) mask", "scaled_dot_product_attention",
              (rng.normal(0, 1.5, (3, 5)), rng.normal(0, 1.5, (6, 5)), rng.normal(size=(6, 3))),
              {"mask": bottom_right}, outputs=PAIR),

@@ -236,3 +236,65 @@ def test_grading_the_same_answers_twice_gives_identical_results():
     first = {g: r.text() for g, r in grades(cells).items()}
     comparison_cache_free = grade_answers(A1, cells)
     assert first == {g: r.text() for g, r in comparison_cache_free.items()}
+
+
+# ---- no credit for inputs on which wrong code is right by accident ----------------------------------
+
+SEEDS = (None, 2026)  # the course's seeds and another cohort's
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_every_scored_case_is_failed_by_a_known_mistake_of_its_step_and_no_unscored_one_is(name, seed):
+    assignment = ASSIGNMENTS[name]
+    failed_by = {}
+    for key, mistake in assignment.mistakes.items():
+        results = grade_answers(assignment, mistake.cells, seed=seed)
+        for grade_id in mistake.breaks:
+            for index, passed in enumerate(results[grade_id].passed):
+                if not passed:
+                    failed_by.setdefault((grade_id, index), []).append(key)
+    for step in assignment.steps:
+        for index, case in enumerate(step.cases() if seed is None else step.cases(seed)):
+            mistakes = failed_by.get((step.grade_id, index), [])
+            if case.weight > 0:
+                assert mistakes, f"{step.grade_id} case {case.description!r}: no known mistake fails it; weight 0"
+            else:
+                assert not mistakes, f"{step.grade_id} case {case.description!r} has weight 0 but {mistakes} fail it"
+
+
+def test_hidden_cases_come_from_a_seed():
+    for assignment in ASSIGNMENTS.values():
+        for step in assignment.steps:
+            default, again, other = step.cases(), step.cases(), step.cases(2026)
+            assert [c.description for c in default] == [c.description for c in other]
+            assert all(_same_inputs(a, b) for a, b in zip(default, again))
+    randomised = [step for a in ASSIGNMENTS.values() for step in a.steps
+                  if not all(_same_inputs(a, b) for a, b in zip(step.cases(), step.cases(2026)))]
+    assert len(randomised) >= 15  # every step whose inputs are random numbers; the others are exact edge cases
+
+
+def _same_inputs(a, b) -> bool:
+    values = lambda c: [*c.args, *c.kwargs.values()]  # noqa: E731
+    return all(np.array_equal(x, y) for x, y in zip(values(a), values(b)))
+
+
+def test_a_flipped_causal_mask_scores_nothing_on_the_mask_step():
+    assert grades(A1.mistakes["mask_flipped"].cells)["test_causal_mask"].score == 0
+
+
+def test_a_steps_score_is_its_points_times_the_weight_passed():
+    grader = comparison.Grader(A1)
+    step = A1.step("test_causal_mask")
+    weighted = [comparison.Case(c.description, c.function, c.args, weight=w)
+                for c, w in zip(grader.cases[step.grade_id], (3, 1, 0, 1))]
+    grader.cases[step.grade_id] = weighted
+    from autograder.answers import answer_namespace
+    from autograder.in_process import kernel_results
+    namespace = answer_namespace(A1.name, A1.notebook, {"causal_mask": "def causal_mask(T):\n"
+                                                        "    return np.tril(np.ones((T, T), dtype=bool)) if T < 5 "
+                                                        "else np.ones((T, T), dtype=bool)"})
+    results = {step.grade_id: kernel_results(namespace, grader.request(step.grade_id))}
+    verdict = grader.grade(results, {step.grade_id: 1.0})[step.grade_id]
+    assert verdict.passed == [True, False, True, False] and verdict.score == 0.6  # (3 + 0) / (3 + 1 + 0 + 1)
+    assert "causal_mask(2) (not scored)" in verdict.text()
