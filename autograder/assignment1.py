@@ -251,5 +251,19 @@ ASSIGNMENT = Assignment(
         "ida-mask-with-zero": MISTAKES["mask_with_zero"],
         "jon-no-max-subtraction": MISTAKES["softmax_no_max_subtraction"],
         "kay-mask-after-softmax": MISTAKES["mask_after_softmax"],
+        # earlier functions wrong in ways the bank has no name for: only their own step loses points
+        "lea-softmax-unfinished": Variant("softmax left as the release's stub; everything else correct",
+                                          {"softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()\n"},
+                                          frozenset({"test_softmax"})),
+        "max-mask-as-floats": Variant("causal_mask returns 0.0/1.0 floats and attention an extra leading axis", {
+            "causal_mask": "def causal_mask(T):\n    return np.tril(np.ones((T, T)))\n",
+            "scaled_dot_product_attention": '''
+def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
+    scores = attention_scores(Q, K, scale=scale)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    weights = softmax(scores, axis=-1)
+    return (weights @ V)[None], weights[None]
+'''}, frozenset({"test_causal_mask", "test_scaled_dot_product_attention"})),
     },
 )

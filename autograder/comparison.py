@@ -455,10 +455,7 @@ class Grader:
             lines.append(f"  This looks like a known mistake: {variant.description}.\n    Hint: {variant.hint}")
         stood_in = sorted(set().union(*(v.stood_in for v in verdicts)))
         if stood_in:
-            lines.append(f"  Graded on its own: {_names(stood_in)}, from an earlier step, "
-                         f"{'is' if len(stood_in) == 1 else 'are'} wrong or unfinished where this step calls "
-                         f"{'it' if len(stood_in) == 1 else 'them'}, so the grader answered those calls with the "
-                         "reference's values; that mistake costs points only in its own step.")
+            lines.append(_graded_on_its_own(stood_in))
         return StepResult(step.grade_id, step.title, float(score), points, lines, named,
                           [v.ok for v in verdicts], unanswered)
 
@@ -542,6 +539,17 @@ def _differs_in_kind(mine, reference) -> bool:
     if isinstance(mine, (tuple, list)) and isinstance(reference, (tuple, list)):
         return any(_differs_in_kind(a, b) for a, b in zip(mine, reference))
     return type(mine) is not type(reference)
+
+
+def _graded_on_its_own(functions: list[str]) -> str:
+    """The step's note when stand-ins answered its calls of wrong or unfinished earlier functions (the README's words)."""
+    if len(functions) == 1:
+        return (f"  Graded on its own: {functions[0]}, from an earlier step, is wrong or unfinished where this step "
+                "calls it, so the grader answered those calls with the reference's values; its mistake costs points "
+                "only in its own step.")
+    return (f"  Graded on its own: {_names(functions)}, from earlier steps, are wrong or unfinished where this step "
+            "calls them, so the grader answered those calls with the reference's values; their mistakes cost points "
+            "only in their own steps.")
 
 
 def _names(functions: list[str]) -> str:
