@@ -85,13 +85,14 @@ def step_passes(grader: Grader, grade_id: str, first: dict | None, run: Run) -> 
                if _needs_another_pass(record) and not grader.passes(grade_id, index, record)}
     values: dict[str, dict] = {}
     finals: dict[int, dict] = {}
-    for _ in range(MAX_PASSES):
+    for number in range(MAX_PASSES):
         for index, calls in list(pending.items()):
             answers = [grader.stand_in(grade_id, call) for call in calls]
-            if any(answer is None for answer in answers):
-                del pending[index]  # a call no stand-in may answer: the first pass's result stands
-                continue
-            values.update(answers)
+            values.update(answer for answer in answers if answer is not None)
+            if number > 0 and None in answers:
+                # the stand-in pass itself made a call no stand-in may answer: the first pass's result stands.
+                # (In the first pass such a call can depend on a wrong earlier result and not come again.)
+                del pending[index]
         if not pending:
             break
         indices = sorted(pending)

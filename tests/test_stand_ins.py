@@ -210,3 +210,11 @@ def test_stashing_the_stand_ins_answers_and_replaying_them_gains_nothing():
     honest = grade_answers(A1, {"scaled_dot_product_attention": hostile.UNWRITTEN_ATTENTION})
     assert {g: r.score for g, r in results.items()} == {g: r.score for g, r in honest.items()}
     assert results["test_scaled_dot_product_attention"].score == 0
+
+
+def test_an_earlier_function_returning_an_object_that_cannot_be_sent_is_still_stood_in_for():
+    # the first pass records attention called with that object as its mask: no stand-in may answer that call,
+    # but with the reference's mask standing in it is not made again
+    cells = {"causal_mask": "class _Anything:\n    def __array__(self, *a, **k):\n        raise TypeError('no')\n"
+                            "def causal_mask(T):\n    return _Anything()"}
+    assert lost(A1, cells) == {"test_causal_mask"}
