@@ -249,11 +249,13 @@ def _nothing_from_the_second_pass(outcome: Outcome) -> str | None:
 
 
 # A later function asks the stand-ins for attention's answers on attention's own hidden inputs (stashed
-# by attention in the first pass), stashes them, and attention returns them when it is run again; a
-# call of softmax that never repeats keeps attention's cases coming back in every pass. It also tries
-# to show what it stashed, by printing and by updating a display shown by an earlier cell.
+# by attention when the grader's probe called it), stashes them, and attention returns them when it is
+# run again; a call of softmax that never repeats keeps attention's cases coming back in every pass. It
+# also tries to show what it stashed, by printing and by updating a display shown by an earlier cell.
 STASH_AND_REPLAY = {
     "scaled_dot_product_attention": '''
+import sys
+
 _SEEN, _STASH = [], {}
 
 def _key(Q, K, V, mask, scale):
@@ -263,8 +265,9 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
     key = _key(Q, K, V, mask, scale)
     if key in _STASH:
         return _STASH[key]
-    if all(key != _key(*seen) for seen in _SEEN):
-        _SEEN.append((Q, K, V, mask, scale))
+    called_by_the_grader = sys._getframe(1).f_globals.get("__name__") == "attention_lab.probe"
+    if called_by_the_grader and all(key != _key(*seen) for seen in _SEEN):
+        _SEEN.append((Q, K, V, mask, scale))  # the hidden inputs of attention's own step
     softmax(np.random.default_rng().normal(size=3))
     raise ValueError("not written yet")
 ''',

@@ -127,7 +127,7 @@ class InsertProbes(NbGraderPreprocessor):
 
 
 class GradeOutsideKernel(NbGraderPreprocessor):
-    """After execution: grade each step from its probe's results, in this process.
+    """After execution: grade each step from its probe's results (and its stand-in passes'), in this process.
 
     Each autograder cell's outputs become the grader's feedback (stdout) and
     its score (the cell's value, which nbgrader reads as partial credit);

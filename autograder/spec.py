@@ -134,7 +134,7 @@ class Step:
 
     grade_id: str
     title: str
-    cases: Callable[[], Sequence[Case]]
+    cases: Callable[..., Sequence[Case]]
     diagnose: Callable[[Case, Any, Any], list[str]] | None = None
 
 

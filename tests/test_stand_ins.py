@@ -218,3 +218,13 @@ def test_an_earlier_function_returning_an_object_that_cannot_be_sent_is_still_st
     cells = {"causal_mask": "class _Anything:\n    def __array__(self, *a, **k):\n        raise TypeError('no')\n"
                             "def causal_mask(T):\n    return _Anything()"}
     assert lost(A1, cells) == {"test_causal_mask"}
+
+
+def test_the_instructors_in_notebook_grading_runs_the_stand_in_passes_too(capsys):
+    from autograder.in_notebook import grade_step
+
+    namespace = answer_namespace(A1.name, A1.notebook, {"softmax": "def softmax(x, axis=-1):\n"
+                                                                   "    raise NotImplementedError()"})
+    assert grade_step(namespace, A1.name, "test_softmax") == 0.0
+    assert grade_step(namespace, A1.name, "test_scaled_dot_product_attention") == 2.0
+    assert "Graded on its own: softmax" in " ".join(capsys.readouterr().out.split())
