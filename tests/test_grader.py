@@ -180,6 +180,26 @@ def test_two_raised_exceptions_are_never_the_same_result():
     assert comparison.looks_like(comparison.Raised("ValueError"), comparison.Raised("ValueError"), case)
 
 
+def test_modifying_the_input_in_place_is_reported():
+    in_place = ("def softmax(x, axis=-1):\n    x -= x.max(axis=axis, keepdims=True)\n    np.exp(x, out=x)\n"
+                "    x /= x.sum(axis=axis, keepdims=True)\n    return x")
+    result = grades({"softmax": in_place})["test_softmax"]
+    assert result.score == 0 and "it modified its argument x in place" in result.text()
+    assert "argument 1" not in result.text()
+
+
+def test_an_object_that_claims_equality_is_only_a_type_name():
+    cheat = ("class Anything:\n    def __eq__(self, other):\n        return True\n"
+             "    __array_priority__ = 1000\n"
+             "def causal_mask(T):\n    return Anything()")
+    result = grades({"causal_mask": cheat})["test_causal_mask"]
+    assert result.score == 0 and "it is a __main__.Anything" in result.text()
+    subclass = ("class Anything(np.ndarray):\n    def __eq__(self, other):\n        return True\n"
+                "def causal_mask(T):\n    return np.zeros((T, T), dtype=bool).view(Anything)")
+    result = grades({"causal_mask": subclass})["test_causal_mask"]
+    assert result.score == 0 and "subclass of numpy.ndarray" in result.text()
+
+
 def test_returning_a_list_is_accepted_and_a_swapped_pair_is_named():
     body = ("def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
             "    s = attention_scores(Q, K, scale)\n    s = s if mask is None else np.where(mask, s, -np.inf)\n"
