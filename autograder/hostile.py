@@ -282,9 +282,10 @@ def causal_self_attention(x, W_q, W_k, W_v, scale=True):
         except BaseException:
             pass
     if _STASH:
-        print("STOLEN", len(_STASH))
+        word = "STO" + "LEN"  # not in the source, so that the check finds only what ran
+        print(word, len(_STASH))
         if _shown is not None:
-            _shown.update(f"STOLEN {len(_STASH)}")
+            _shown.update(f"{word} {len(_STASH)}")
     Q, K, V = x @ W_q, x @ W_k, x @ W_v
     return scaled_dot_product_attention(Q, K, V, mask=causal_mask(x.shape[0]), scale=scale)
 ''',
