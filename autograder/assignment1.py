@@ -260,9 +260,7 @@ ASSIGNMENT = Assignment(
             "scaled_dot_product_attention": '''
 def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
     scores = attention_scores(Q, K, scale=scale)
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    weights = softmax(scores, axis=-1)
+    weights = softmax(scores if mask is None else np.where(mask, scores, -np.inf))
     return (weights @ V)[None], weights[None]
 '''}, frozenset({"test_causal_mask", "test_scaled_dot_product_attention"})),
     },

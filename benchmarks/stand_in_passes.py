@@ -45,6 +45,11 @@ def autograde(with_stand_ins: bool) -> tuple[float, dict[str, float]]:
         return seconds, {r.student: r.total for r in results}
 
 
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """Markdown table lines."""
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers), *("| " + " | ".join(r) + " |" for r in rows)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2, help="runs per setting (alternating)")
@@ -59,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     with_, without = statistics.median(times[True]), statistics.median(times[False])
     students = len(totals[True])
     changed = [(s, totals[False][s], totals[True][s]) for s in totals[True] if totals[True][s] != totals[False][s]]
+    settings = [("first pass only (`c.InsertProbes.stand_ins = False`, the baseline)", times[False]),
+                ("with the stand-in passes (the default)", times[True])]
     lines = [
         "# Cost of the stand-in passes (one mistake, one charge)",
         "",
@@ -66,20 +73,16 @@ def main(argv: list[str] | None = None) -> int:
         f"Python {platform.python_version()}, OPENBLAS_NUM_THREADS=1: `nbgrader autograde` of assignment 1's example "
         f"class ({students} submissions, sandboxed kernels), {args.runs} runs per setting, alternating, median.",
         "",
-        "| setting | seconds (median) | per submission | runs |",
-        "|---|---|---|---|",
-        f"| first pass only (`c.InsertProbes.stand_ins = False`, the baseline) | {without:.1f} | "
-        f"{without / students:.2f} | {', '.join(f'{t:.1f}' for t in times[False])} |",
-        f"| with the stand-in passes (the default) | {with_:.1f} | {with_ / students:.2f} | "
-        f"{', '.join(f'{t:.1f}' for t in times[True])} |",
+        *_table(["setting", "seconds (median)", "per submission", "runs"],
+                [[label, f"{statistics.median(runs):.1f}", f"{statistics.median(runs) / students:.2f}",
+                  ", ".join(f"{t:.1f}" for t in runs)] for label, runs in settings]),
         "",
         f"Ratio: **{with_ / without:.2f}×** the baseline ({with_ - without:+.1f} s for the class).",
         "",
         "Totals that the stand-in passes change (a later step no longer charged for an earlier function's mistake):",
         "",
-        "| student | first pass only | with stand-in passes |",
-        "|---|---|---|",
-        *(f"| {student} | {before:g} | {after:g} |" for student, before, after in changed),
+        *_table(["student", "first pass only", "with stand-in passes"],
+                [[student, f"{before:g}", f"{after:g}"] for student, before, after in changed]),
         "",
     ]
     out = REPO / "benchmarks" / "stand_in_passes.md"
