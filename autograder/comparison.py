@@ -69,7 +69,8 @@ class StepResult:
     """The verdict on one step: score, the lines the learner reads, the mistakes named.
 
     ``passed`` holds one flag per hidden case; ``unanswered`` is True when the
-    step's function is still the release's ``raise NotImplementedError()``.
+    step's functions are still the release's ``raise NotImplementedError()``
+    (or not defined at all).
     """
 
     grade_id: str
@@ -245,7 +246,7 @@ class _Verdict:
     message: str = ""
     mistake: tuple[str, Variant] | None = None
     stood_in: frozenset[str] = frozenset()
-    unanswered: bool = False
+    unanswered: str | None = None  # "stub": still raises NotImplementedError(); "missing": not defined
 
 
 class Grader:
@@ -445,11 +446,14 @@ class Grader:
         total = sum(case.weight for case in cases)
         gained = sum(case.weight for case, verdict in zip(cases, verdicts) if verdict.ok)
         score = round(points * gained / total, 4) if total > 0 else 0.0
-        unanswered = all(v.unanswered for v in verdicts)
-        if unanswered:
+        kinds = {v.unanswered for v in verdicts}
+        unanswered = None not in kinds
+        if unanswered and len(kinds) == 1:
             functions = list(dict.fromkeys(case.function for case in cases))
-            still = "it still raises" if len(functions) == 1 else "they still raise"
-            lines = [f"  ✗ {_names(functions)}: {UNANSWERED} ({still} NotImplementedError)"]
+            one = len(functions) == 1
+            why = (("it still raises" if one else "they still raise") + " NotImplementedError" if kinds == {"stub"}
+                   else ("it is" if one else "they are") + " not defined in the notebook")
+            lines = [f"  ✗ {_names(functions)}: {UNANSWERED} ({why})"]
         else:
             lines = [f"  {'✓' if v.ok else '✗'} {case.description}" + (" (not scored)" if case.weight == 0 else "")
                      + (f": {v.message}" if v.message else "") for case, v in zip(cases, verdicts)]
@@ -469,7 +473,9 @@ class Grader:
         try:
             got = _learner_value(case, record)
         except _Unreadable as failure:
-            return _Verdict(False, str(failure))
+            missing = isinstance(record, dict) and record.get("status") == "missing"
+            return _Verdict(False, f"{UNANSWERED} ({failure})" if missing else str(failure),
+                            unanswered="missing" if missing else None)
         try:
             _check(case, got, expected, record, parameters)
             return _Verdict(True)
@@ -507,7 +513,7 @@ class Grader:
                 notes = []
             if notes:
                 message += "\n" + "\n".join(f"      {line}" for line in notes)
-        unanswered = _unanswered(case, value)
+        unanswered = "stub" if _unanswered(case, value) else None
         return _Verdict(False, message, None, wrong_earlier if own is not None else frozenset(), unanswered)
 
     def _wrong_earlier_calls(self, grade_id: str, record: Any) -> set[str]:

@@ -196,14 +196,23 @@ def _grading_notes(course_dir: Path, assignment: str, student: str) -> tuple[str
         execution = meta.get("execution") or {}
         if execution.get("status") not in (None, "ok"):
             notes.append(str(execution.get("reason", execution["status"]))[:200])
-        for grade_id, verdict in (meta.get("grading") or {}).items():
+        grading = meta.get("grading") or {}
+        for grade_id in sorted(grading, key=lambda g: _step_order(assignment).get(g, len(grading))):
             steps += 1
-            named.extend(key for key in verdict.get("named", []) if key not in named)
-            if verdict.get("unanswered"):
+            named.extend(key for key in grading[grade_id].get("named", []) if key not in named)
+            if grading[grade_id].get("unanswered"):
                 unanswered.append(step_name(grade_id, assignment))
     if unanswered:
         notes.append("unanswered" if len(unanswered) == steps else f"unanswered: {', '.join(unanswered)}")
     return "; ".join(notes), named
+
+
+def _step_order(assignment: str) -> dict[str, int]:
+    """grade_id → position of its step in ``autograder.assignment<N>`` (empty for an unknown assignment)."""
+    try:
+        return {step.grade_id: i for i, step in enumerate(assignments.get(assignment).steps)}
+    except KeyError:
+        return {}
 
 
 def format_table(steps: list[str], results: list[StudentResult], assignment: str | None = None) -> str:

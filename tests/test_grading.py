@@ -114,6 +114,7 @@ def test_grades_csv_per_assignment_and_class_overview(graded_class, tmp_path):
     assert {(r["student"], r["assignment"]) for r in rows} >= {(example_class.CORRECT_STUDENT, n) for n in NAMES}
     per_step = {r["student"]: r for r in csv.DictReader(open(tmp_path / f"grades-{ASSIGNMENT}.csv"))}
     assert per_step["jon-no-max-subtraction"]["softmax"] == "1.25"
+    assert per_step[example_class.UNTOUCHED]["note"] == "unanswered"
     assert per_step["hostile-empty-file"]["total"] == "" and "empty file" in per_step["hostile-empty-file"]["note"]
     overview = example_class.overview(results)
     assert overview.splitlines()[0].split() == ["student", *(n.split("_", 1)[0] for n in NAMES)]
