@@ -6,6 +6,8 @@ data. This module only *calls*: it holds no reference, no expected value and
 no comparison, so nothing the learner's code does in the kernel can change
 a verdict — at worst a result fails to arrive, and the step scores 0. The
 grader (``autograder.comparison``) checks the results in its own process.
+The only reference values that ever reach the kernel are a later pass's
+stand-in answers for earlier functions (below).
 
 Each call runs on fresh copies of its inputs, with a time limit, with output
 discarded, under NumPy's default error handling, ``np.errstate(all="warn", under="ignore")`` (so a learner's ``np.seterr``
