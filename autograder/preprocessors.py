@@ -92,7 +92,8 @@ class StandInPasses:
         def run(request: dict) -> dict | None:
             return probe.results_in(run_code(probe_source(request)), request["grade_id"])
 
-        self.results = run_passes(self.grader, first, run)
+        self.results = {}
+        run_passes(self.grader, first, run, finals=self.results)  # a kernel that dies keeps the steps done
 
 
 class InsertProbes(NbGraderPreprocessor):

@@ -47,7 +47,7 @@ Run = Callable[[dict], "dict | None"]
 
 
 def run_passes(grader: Grader, first: Mapping[str, dict | None], run: Run,
-               grade_ids=None) -> dict[str, dict[int, dict]]:
+               grade_ids=None, finals: dict | None = None) -> dict[str, dict[int, dict]]:
     """The stand-in passes for every step (or ``grade_ids``), in notebook order.
 
     Parameters
@@ -61,6 +61,8 @@ def run_passes(grader: Grader, first: Mapping[str, dict | None], run: Run,
         :meth:`Grader.request` (None when none arrived, e.g. the kernel died).
     grade_ids : iterable of str, optional
         Only these steps.
+    finals : dict, optional
+        Where to put the results, step by step (so that the steps done before ``run`` raised are kept).
 
     Returns
     -------
@@ -69,7 +71,7 @@ def run_passes(grader: Grader, first: Mapping[str, dict | None], run: Run,
         that passed in the first pass, called no earlier function, or did not settle is absent.
     """
     wanted = set(first if grade_ids is None else grade_ids)
-    finals = {}
+    finals = {} if finals is None else finals
     for step in grader.assignment.steps:
         if step.grade_id in wanted and grader.earlier[step.grade_id]:
             finals[step.grade_id] = step_passes(grader, step.grade_id, first.get(step.grade_id), run)

@@ -318,3 +318,16 @@ def test_a_steps_score_is_its_points_times_the_weight_passed():
     verdict = grader.grade(results, {step.grade_id: 1.0})[step.grade_id]
     assert verdict.passed == [True, False, True, False] and verdict.score == 0.6  # (3 + 0) / (3 + 1 + 0 + 1)
     assert "causal_mask(2) (not scored)" in verdict.text()
+
+
+def test_feedback_lines_wrap_at_100_columns_with_their_indentation_kept():
+    long = "x" * 130
+    assert comparison.wrap(f"  ✗ a case: {long}") == f"  ✗ a case:\n    {long}"  # a word longer than the line stays
+    for mistake in A1.mistakes.values():
+        for result in grades(mistake.cells).values():
+            for line in result.text().splitlines():
+                assert len(line) <= comparison.WIDTH, line
+            for logical in result.lines:  # each continuation line is indented under its first line
+                first, *rest = comparison.wrap(logical.split("\n")[0]).split("\n")
+                indent = len(first) - len(first.lstrip(" "))
+                assert all(len(r) - len(r.lstrip(" ")) >= indent for r in rest)
