@@ -9,7 +9,7 @@ from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.preprocessors import Execute
 
 from autograder.metadata_restore import RestoreFromGradebook
-from autograder.preprocessors import ClearWidgetState, GradeOutsideKernel, InsertProbes
+from autograder.preprocessors import CleanTracebacks, ClearWidgetState, GradeOutsideKernel, InsertProbes
 from autograder.sandbox import SandboxedExecute
 from autograder.sanitize import SanitizeNotebook
 
@@ -31,17 +31,21 @@ c.Autograde.sanitize_preprocessors = (
 )
 
 # Grading happens outside the learner's kernel: InsertProbes swaps each autograder cell's hidden tests
-# for a probe that only calls the learner's functions on hidden inputs; after execution,
-# GradeOutsideKernel compares the raw results with the reference in this process and writes the
-# feedback and the score into the cell, which SaveAutoGrades then reads.
+# for a probe that only calls the learner's functions on hidden inputs; SandboxedExecute runs the
+# notebook and then, in the same kernel, the grader's stand-in passes (each step graded on its own);
+# nbconvert's CoalesceStreamsPreprocessor merges the pieces of a printed output that arrived as several
+# stream messages (how many depends on timing), so that the same submission gives the same feedback on
+# every run; CleanTracebacks keeps only the notebook's own frames in tracebacks and no path of this
+# machine in any output; GradeOutsideKernel compares the raw results with the reference in this process
+# and writes the feedback and the score into the cell, which SaveAutoGrades then reads.
 _default_autograde = list(Autograde.class_traits()["autograde_preprocessors"].default())
 _execute_at = _default_autograde.index(Execute)
 c.Autograde.autograde_preprocessors = (
-    _default_autograde[:_execute_at] + [InsertProbes, SandboxedExecute, GradeOutsideKernel]
-    + _default_autograde[_execute_at + 1:] + [CoalesceStreamsPreprocessor, SanitizeNotebook]
+    _default_autograde[:_execute_at]
+    + [InsertProbes, SandboxedExecute, CoalesceStreamsPreprocessor, CleanTracebacks, GradeOutsideKernel]
+    + _default_autograde[_execute_at + 1:] + [SanitizeNotebook]
 )
-# Consecutive prints become one output, however the kernel happened to flush them (grading twice gives the same
-# notebook); nbconvert's preprocessors are off unless enabled.
+# nbconvert's preprocessors are off unless enabled.
 c.CoalesceStreamsPreprocessor.enabled = True
 # The graded notebook is stored inert (SanitizeNotebook, last): Formgrader and the feedback render it in the
 # instructor's and the student's browser, so no script, event handler, javascript: URL, iframe, form or SVG

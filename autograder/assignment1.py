@@ -87,10 +87,10 @@ def _entropy(case, got, expected) -> list[str]:
     return []
 
 
-# ---- hidden cases, built in the grader from fixed seeds ---------------------------------------------
+# ---- hidden cases, built in the grader from a seed (default: the one the course has always used) -----
 
-def _softmax_cases():
-    rng = np.random.default_rng(1706)
+def _softmax_cases(seed: int = 1706):
+    rng = np.random.default_rng(seed)
     axis_case = rng.normal(0.0, 3.0, size=(4, 3, 5))
     return [
         Case("probabilities along the last axis of a 2-D array", "softmax", (rng.normal(0.0, 3.0, size=(4, 7)),)),
@@ -112,8 +112,8 @@ def _qk(seed):
             rng.normal(size=(2, 3, 4, 6)), rng.normal(size=(2, 3, 5, 6)))
 
 
-def _score_cases():
-    Q, K, Qb, Kb = _qk(2017)
+def _score_cases(seed: int = 2017):
+    Q, K, Qb, Kb = _qk(seed)
     return [
         Case("Q Kᵀ with shape (T_q, T_k) when T_q ≠ T_k (scale=False)", "attention_scores", (Q, K), {"scale": False},
              outputs=("the scores",)),
@@ -122,8 +122,8 @@ def _score_cases():
     ]
 
 
-def _scaling_cases():
-    Q, K, Qb, Kb = _qk(1955)
+def _scaling_cases(seed: int = 1955):
+    Q, K, Qb, Kb = _qk(seed)
     return [
         Case("default scale=True divides by √d_k (d_k = 8)", "attention_scores", (Q, K), outputs=("the scores",)),
         Case("scale=True with leading batch dimensions (d_k = 6)", "attention_scores", (Qb, Kb), {"scale": True},
@@ -131,12 +131,14 @@ def _scaling_cases():
     ]
 
 
-def _mask_cases():
-    return [Case(f"causal_mask({T})", "causal_mask", (T,), outputs=("the mask",)) for T in (4, 7, 1, 12)]
+def _mask_cases(seed: int | None = None):
+    # hand-chosen sizes: the seed does not change them. Not T = 1, where a flipped mask is right by accident
+    # (the visible self-check tries T = 1).
+    return [Case(f"causal_mask({T})", "causal_mask", (T,), outputs=("the mask",)) for T in (4, 7, 2, 12)]
 
 
-def _attention_cases():
-    rng = np.random.default_rng(1409)
+def _attention_cases(seed: int = 1409):
+    rng = np.random.default_rng(seed)
 
     def some_mask(shape):
         m = rng.random(shape) < 0.55
@@ -159,8 +161,8 @@ def _attention_cases():
     ]
 
 
-def _self_attention_cases():
-    rng = np.random.default_rng(1017)
+def _self_attention_cases(seed: int = 1017):
+    rng = np.random.default_rng(seed)
     name = "causal_self_attention"
     return [
         Case("T = 5, d_model = 8, d_head = 4", name,
@@ -172,8 +174,8 @@ def _self_attention_cases():
     ]
 
 
-def _entropy_cases():
-    rng = np.random.default_rng(1948)
+def _entropy_cases(seed: int = 1948):
+    rng = np.random.default_rng(seed)
     rows = np.exp(rng.normal(0, 2, (2, 4, 6)))
     causal = np.tril(rng.random((5, 5)) + 0.1)
     name = "attention_entropy"
@@ -249,5 +251,17 @@ ASSIGNMENT = Assignment(
         "ida-mask-with-zero": MISTAKES["mask_with_zero"],
         "jon-no-max-subtraction": MISTAKES["softmax_no_max_subtraction"],
         "kay-mask-after-softmax": MISTAKES["mask_after_softmax"],
+        # earlier functions wrong in ways the bank has no name for: only their own step loses points
+        "lea-softmax-unfinished": Variant("softmax left as the release's stub; everything else correct",
+                                          {"softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()\n"},
+                                          frozenset({"test_softmax"})),
+        "max-mask-as-floats": Variant("causal_mask returns 0.0/1.0 floats and attention an extra leading axis", {
+            "causal_mask": "def causal_mask(T):\n    return np.tril(np.ones((T, T)))\n",
+            "scaled_dot_product_attention": '''
+def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
+    scores = attention_scores(Q, K, scale=scale)
+    weights = softmax(scores if mask is None else np.where(mask, scores, -np.inf))
+    return (weights @ V)[None], weights[None]
+'''}, frozenset({"test_causal_mask", "test_scaled_dot_product_attention"})),
     },
 )

@@ -166,9 +166,10 @@ def _diagnose_permutation(case, got, expected) -> list[str]:
     return ["The gap is the largest |output(x[perm]) − output(x)[perm]| over positions and columns."]
 
 
-# ---- hidden cases, built in the grader from fixed seeds ---------------------------------------------
+# ---- hidden cases, built in the grader from a seed (default: the one the course has always used) -----
 
-def _encoding_cases():
+def _encoding_cases(seed: int | None = None):
+    # hand-chosen exact inputs (edge cases): the seed does not change them
     name, out = "sinusoidal_positional_encoding", ("the encodings",)
     return [
         Case("T = 10, d_model = 6", name, (10, 6), outputs=out, **PE_TOLERANCE),
@@ -178,8 +179,8 @@ def _encoding_cases():
     ]
 
 
-def _offset_cases():
-    rng = np.random.default_rng(3_0305)
+def _offset_cases(seed: int = 3_0305):
+    rng = np.random.default_rng(seed)
     name, out = "dot_product_by_offset", ("the dot products",)
     return [
         Case("sinusoidal encodings, T = 40, d_model = 16, t = 5", name,
@@ -191,7 +192,8 @@ def _offset_cases():
     ]
 
 
-def _rotation_cases():
+def _rotation_cases(seed: int | None = None):
+    # hand-chosen exact inputs (edge cases): the seed does not change them
     name, out = "offset_rotation", ("R_k",)
     return [
         Case("k = 3, d_model = 8", name, (3, 8), outputs=out, atol=1e-5),
@@ -201,17 +203,20 @@ def _rotation_cases():
     ]
 
 
-def _assignment_1_cases():
-    rng = np.random.default_rng(3_0101)
+def _assignment_1_cases(seed: int = 3_0101):
+    rng = np.random.default_rng(seed)
     causal = np.tril(np.ones((6, 6), dtype=bool))
     return [
-        Case("softmax of (4, 7) logits", "softmax", (rng.normal(0, 3.0, (4, 7)),), outputs=("the probabilities",)),
+        # weight 0: no known mistake of this step fails these three (they show that the functions are there)
+        Case("softmax of (4, 7) logits", "softmax", (rng.normal(0, 3.0, (4, 7)),), outputs=("the probabilities",),
+             weight=0),
         Case("softmax of large logits (up to 1e4)", "softmax",
              (np.array([[1000.0, 1001.0, 1002.0], [-1e4, 0.0, 1e4]]),), outputs=("the probabilities",)),
         Case("softmax along axis 0", "softmax", (rng.normal(0, 2.0, (3, 5)),), {"axis": 0},
-             outputs=("the probabilities",)),
+             outputs=("the probabilities",), weight=0),
         Case("attention without a mask, T_q ≠ T_k, d_v ≠ d_k", "scaled_dot_product_attention",
-             (rng.normal(0, 1.5, (4, 6)), rng.normal(0, 1.5, (7, 6)), rng.normal(size=(7, 3))), outputs=PAIR),
+             (rng.normal(0, 1.5, (4, 6)), rng.normal(0, 1.5, (7, 6)), rng.normal(size=(7, 3))), outputs=PAIR,
+             weight=0),
         Case("attention with a causal mask, T = 6", "scaled_dot_product_attention",
              (rng.normal(0, 1.5, (6, 5)), rng.normal(0, 1.5, (6, 5)), rng.normal(size=(6, 4))), {"mask": causal},
              outputs=PAIR),
@@ -225,16 +230,16 @@ def _attention_inputs(rng, T: int, d_model: int, d_head: int):
     return x, W_q, W_k, W_v
 
 
-def _self_attention_cases():
-    rng = np.random.default_rng(3_0505)
+def _self_attention_cases(seed: int = 3_0505):
+    rng = np.random.default_rng(seed)
     return [
         Case("T = 6, d_model = 8, d_head = 4", "self_attention", _attention_inputs(rng, 6, 8, 4), outputs=PAIR),
         Case("T = 9, d_model = 6, d_head = 3", "self_attention", _attention_inputs(rng, 9, 6, 3), outputs=PAIR),
     ]
 
 
-def _add_positions_cases():
-    rng = np.random.default_rng(3_0606)
+def _add_positions_cases(seed: int = 3_0606):
+    rng = np.random.default_rng(seed)
     out = ("x + PE",)
     return [
         Case("T = 10, d_model = 6", "add_positions", (rng.normal(size=(10, 6)),), outputs=out),
@@ -250,8 +255,8 @@ def _shuffle(rng, T: int) -> np.ndarray:
             return perm
 
 
-def _permutation_cases():
-    rng = np.random.default_rng(3_0707)
+def _permutation_cases(seed: int = 3_0707):
+    rng = np.random.default_rng(seed)
     small, large = _attention_inputs(rng, 7, 8, 4), _attention_inputs(rng, 10, 12, 6)
     perm_small, perm_large = _shuffle(rng, 7), _shuffle(rng, 10)
     name, out = "permutation_gap", ("the gap",)

@@ -169,8 +169,11 @@ def read_results(course_dir: Path, assignment: str, students: list[str],
 
 
 def _grading_notes(course_dir: Path, assignment: str, student: str) -> tuple[str, list[str]]:
-    """(note, named mistakes) that the grading preprocessors left in the autograded notebooks."""
-    notes, named = [], []
+    """(note, named mistakes) that the grading preprocessors left in the autograded notebooks.
+
+    The note says why a kernel was stopped and which steps are still the release's stub ("unanswered").
+    """
+    notes, named, unanswered, steps = [], [], [], 0
     for path in sorted((course_dir / "autograded" / student / assignment).glob("*.ipynb")):
         try:
             meta = nbformat.read(str(path), as_version=4).metadata.get("attention_lab", {})
@@ -189,9 +192,23 @@ def _grading_notes(course_dir: Path, assignment: str, student: str) -> tuple[str
                 line.split(":")[0] for line in meta["restored_cells"])[:200])
         if meta.get("sanitized"):
             notes.append(f"content that could run in a browser removed (cells {', '.join(meta['sanitized'])[:60]})")
-        for verdict in (meta.get("grading") or {}).values():
-            named.extend(key for key in verdict.get("named", []) if key not in named)
+        grading = meta.get("grading") or {}
+        for grade_id in sorted(grading, key=lambda g: _step_order(assignment).get(g, len(grading))):
+            steps += 1
+            named.extend(key for key in grading[grade_id].get("named", []) if key not in named)
+            if grading[grade_id].get("unanswered"):
+                unanswered.append(step_name(grade_id, assignment))
+    if unanswered:
+        notes.append("unanswered" if len(unanswered) == steps else f"unanswered: {', '.join(unanswered)}")
     return "; ".join(notes), named
+
+
+def _step_order(assignment: str) -> dict[str, int]:
+    """grade_id → position of its step in ``autograder.assignment<N>`` (empty for an unknown assignment)."""
+    try:
+        return {step.grade_id: i for i, step in enumerate(assignments.get(assignment).steps)}
+    except KeyError:
+        return {}
 
 
 def format_table(steps: list[str], results: list[StudentResult], assignment: str | None = None) -> str:

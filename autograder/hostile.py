@@ -3,8 +3,9 @@
 Every case is a real submission folder graded by ``nbgrader autograde`` in
 the same run as honest students (:mod:`autograder.report`): it must not
 crash the run, must not change anyone else's grade, must earn no more than
-its honest part, and must leave a clear one-line reason where it was not
-graded or its kernel was stopped. The submissions are built on assignment 1;
+its honest part (also by what the grader's stand-ins tell its code, see
+:mod:`autograder.stand_ins`), and must leave a clear one-line reason where
+it was not graded or its kernel was stopped. The submissions are built on assignment 1;
 the defences (sandbox, out-of-kernel comparison, pre-checks) are the same for
 every assignment.
 """
@@ -238,6 +239,63 @@ def _no_hidden_code_in_feedback(outcome: Outcome) -> str | None:
     return None
 
 
+@_expecting("nothing printed or displayed while the stand-ins answered reaches the notebook or the feedback")
+def _nothing_from_the_second_pass(outcome: Outcome) -> str | None:
+    if outcome.autograded is None:
+        return "no autograded notebook"
+    shown = "".join(str(o.get("text", "")) + str(o.get("data", {})) for c in outcome.autograded.cells
+                    if c.cell_type == "code" for o in c.outputs)
+    for where, text in (("the autograded notebook", shown), ("the feedback", outcome.feedback)):
+        if "STOLEN" in text:
+            return f"what the kernel saw during the stand-in passes reached {where}"
+    return None
+
+
+# A later function asks the stand-ins for attention's answers on attention's own hidden inputs (stashed
+# by attention when the grader's probe called it), stashes them, and attention returns them when it is
+# run again; a call of softmax that never repeats keeps attention's cases coming back in every pass. It
+# also tries to show what it stashed, by printing and by updating a display shown by an earlier cell.
+STASH_AND_REPLAY = {
+    "scaled_dot_product_attention": '''
+import sys
+
+_SEEN, _STASH = [], {}
+
+def _key(Q, K, V, mask, scale):
+    return (Q.tobytes(), K.tobytes(), V.tobytes(), None if mask is None else np.asarray(mask).tobytes(), scale)
+
+def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
+    key = _key(Q, K, V, mask, scale)
+    if key in _STASH:
+        return _STASH[key]
+    called_by_the_grader = sys._getframe(1).f_globals.get("__name__") == "attention_lab.probe"
+    if called_by_the_grader and all(key != _key(*seen) for seen in _SEEN):
+        _SEEN.append((Q, K, V, mask, scale))  # the hidden inputs of attention's own step
+    softmax(np.random.default_rng().normal(size=3))
+    raise ValueError("not written yet")
+''',
+    "causal_self_attention": '''
+from IPython.display import display
+_shown = display("nothing stolen yet", display_id=True)
+
+def causal_self_attention(x, W_q, W_k, W_v, scale=True):
+    for Q, K, V, mask, s in list(_SEEN):
+        try:
+            _STASH[_key(Q, K, V, mask, s)] = scaled_dot_product_attention(Q, K, V, mask=mask, scale=s)
+        except BaseException:
+            pass
+    if _STASH:
+        word = "STO" + "LEN"  # not in the source, so that the check finds only what ran
+        print(word, len(_STASH))
+        if _shown is not None:
+            _shown.update(f"{word} {len(_STASH)}")
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    return scaled_dot_product_attention(Q, K, V, mask=causal_mask(x.shape[0]), scale=scale)
+''',
+}
+UNWRITTEN_ATTENTION = ("def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                       "    raise ValueError('not written yet')\n")
+
 # the honest part of a submission whose causal_mask cell stops (interrupted, MemoryError, SystemExit)
 NO_CAUSAL_MASK = lambda solutions: {"causal_mask": "# (the cell stopped before defining causal_mask)"}  # noqa: E731
 WRONG_SOFTMAX = "def softmax(x, axis=-1):\n    return np.exp(x) / np.exp(x).sum(axis=0, keepdims=True)\n"
@@ -379,6 +437,12 @@ CASES: dict[str, Hostile] = {
         with_cells(lambda c: {"causal_mask": "def causal_mask(T):\n    return np.array([[True, False, False], "
                                              "[True, True, False], [True, True, True]])"}),
         as_honest(lambda s: {"causal_mask": "def causal_mask(T):\n    return np.tril(np.ones((3, 3), dtype=bool))"})),
+    "stand-in-stash-and-replay": Hostile(
+        "stashes the stand-ins' answers (the reference's values for attention, asked for on attention's own "
+        "hidden inputs) in a later function and replays them from attention, which it keeps being re-run",
+        with_cells(lambda c: dict(STASH_AND_REPLAY)),
+        _all_of(as_honest(lambda s: {"scaled_dot_product_attention": UNWRITTEN_ATTENTION}),
+                _nothing_from_the_second_pass)),
     "reseeds-global-rng": Hostile(
         "a correct solution that reseeds and replaces NumPy's random generators",
         prepend("softmax", "np.random.seed(0)\nnp.random.default_rng = lambda *a, **k: None"),

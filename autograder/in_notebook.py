@@ -7,7 +7,8 @@ In ``source/`` each autograder-test cell ends with::
     ### END HIDDEN TESTS
 
 so that an instructor running the source notebook (or ``nbgrader validate``
-on it) sees the same feedback and score the grader will give. During
+on it) sees the same feedback and score the grader will give, stand-in passes
+(:mod:`autograder.stand_ins`) included. During
 ``nbgrader autograde`` this line never runs: the
 :class:`~autograder.preprocessors.InsertProbes` preprocessor replaces it with
 a probe, and the comparison happens outside the learner's kernel.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from autograder import assignments
 from autograder.in_process import grader_for, kernel_results, points_of
+from autograder.stand_ins import step_passes
 
 
 def grade_step(namespace: dict, assignment_name: str, grade_id: str) -> float:
@@ -47,6 +49,8 @@ def grade_step(namespace: dict, assignment_name: str, grade_id: str) -> float:
     step = assignment.step(grade_id)
     points = points_of(assignment)[grade_id]
     results = {grade_id: kernel_results(namespace, grader.request(grade_id))}
-    verdict = grader.grade(results, {grade_id: points})[step.grade_id]
+    # the stand-in passes right away: the earlier steps are done, as in the grader's second pass
+    later = {grade_id: step_passes(grader, grade_id, results[grade_id], lambda request: kernel_results(namespace, request))}
+    verdict = grader.grade(results, {grade_id: points}, stand_in_results=later)[step.grade_id]
     print(verdict.text())
     return float(verdict.score)

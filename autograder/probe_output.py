@@ -18,7 +18,8 @@ from attention_lab.probe import MIME
 CAPS = {"type": 80, "where": 80, "message": 300, "warning": 200, "name": 120, "text": 2000}
 MAX_MRO = 20
 MAX_WARNINGS = 5
-STATUSES = {"returned", "raised", "missing", "timeout"}
+STATUSES = {"returned", "raised", "missing", "timeout", "incomplete"}
+MAX_CALLS = 64  # recorded calls of earlier functions per case (attention_lab.probe.MAX_CALLS)
 
 
 class Forged(ValueError):
@@ -54,9 +55,39 @@ def _value(data, depth: int = 0):
     raise Forged("a value the probe does not send")
 
 
+def _call(call) -> dict:
+    """One recorded call of an earlier function (the stand-in passes read it): its arguments and outcome."""
+    if not isinstance(call, dict) or not isinstance(call.get("args"), list) or not isinstance(call.get("kwargs"), dict):
+        raise Forged("a recorded call without its arguments")
+    kept = {"function": _text(call.get("function"), "name"), "args": [_value(a) for a in call["args"]],
+            "kwargs": {_text(key, "name"): _value(value) for key, value in call["kwargs"].items()}}
+    if "returned" in call:
+        kept["returned"] = _value(call["returned"])
+    if "raised" in call:
+        kept["raised"] = _text(call["raised"], "type")
+    return kept
+
+
+def _stand_in_fields(record: dict) -> dict:
+    """The fields every result carries for the stand-in passes: recorded calls, how many were dropped, the index."""
+    calls, dropped = record.get("calls", []), record.get("calls_dropped", 0)
+    if not isinstance(calls, list) or len(calls) > MAX_CALLS or type(dropped) is not int or dropped < 0:
+        raise Forged("a result whose recorded calls are not what the probe records")
+    kept = {"calls": [_call(call) for call in calls], "calls_dropped": dropped}
+    if "index" in record:
+        if type(record["index"]) is not int:
+            raise Forged("a result whose case index is not a number")
+        kept["index"] = record["index"]
+    return kept
+
+
 def _record(record, arguments: int) -> dict:
     if not isinstance(record, dict) or record.get("status") not in STATUSES:
         raise Forged("a result without a known status")
+    return {**_outcome(record, arguments), **_stand_in_fields(record)}
+
+
+def _outcome(record: dict, arguments: int) -> dict:
     status = record["status"]
     if status == "returned":
         after = record.get("args_after")
@@ -78,6 +109,8 @@ def _record(record, arguments: int) -> dict:
                 "mro": [_text(name, "type") for name in mro[:MAX_MRO]],
                 "message": _text(record.get("message", ""), "message"),
                 "where": None if where is None else _text(where, "where")}
+    if status == "incomplete":
+        return {"status": status}
     return {"status": status, "message": _text(record.get("message", ""), "message")}
 
 
@@ -117,7 +150,11 @@ def screen(request: dict, outputs: list) -> tuple[dict | None, str | None]:
     if len(found) > 1:
         return None, (f"the probe's output was forged: the cell sent {len(found)} probe outputs for this step, "
                       "the grading probe sends one")
-    results = found[0]
+    return screen_results(request, found[0])
+
+
+def screen_results(request: dict, results) -> tuple[dict | None, str | None]:
+    """:func:`screen` for the one probe output of a step, already found (the in-process model uses it too)."""
     cases = request["cases"]
     try:
         if not isinstance(results, dict) or not isinstance(results.get("results"), list):

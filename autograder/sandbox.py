@@ -20,6 +20,15 @@ broken submission needs on the grader's side:
   dropped". Outputs that grading reads are never dropped, only trimmed:
   errors, the start of stderr, a cell's value (``execute_result``), and the
   probe results (``grading_mime_types``, their own larger cap);
+* **code after the last cell, in the same kernel**: a callable in
+  ``resources[AFTER_LAST_CELL]`` is called once the notebook's cells have run
+  (and the kernel is alive), with a function that runs code in the kernel and
+  returns that code's grading outputs (``grading_mime_types``); the grader's
+  stand-in passes (:mod:`autograder.stand_ins`) use it. That code is not
+  stored in the notebook, and nothing else it outputs is kept — no text, no
+  display, and no update of a display an earlier cell made — so what a
+  learner's code sees then cannot reach the graded notebook or the feedback.
+  The wall-clock limit covers it;
 * a one-line record of how the run ended, for the grading table::
 
       nb.metadata["attention_lab"]["execution"] == {"status": "ok" | "killed" | "died",
@@ -45,6 +54,8 @@ from traitlets import Bool, Integer, List, Unicode, default
 from autograder.sandbox_kernel import SandboxedKernelManager, SandboxError, signal_name
 
 PROBE_MIME = "application/vnd.attention-lab.probe+json"  # attention_lab.probe.MIME, not imported: no kernel code here
+#: Key in nbconvert's resources of a callable ``after_last_cell(nb, run_code)`` (see the module docstring).
+AFTER_LAST_CELL = "sandbox_after_last_cell"
 MAX_ERROR_TEXT = 2000  # characters of an error's message kept
 MAX_TRACEBACK = 20000  # characters of an error's traceback kept
 MAX_VALUE_TEXT = 2000  # characters of a cell's value (text/plain) kept when over the caps
@@ -195,6 +206,7 @@ class SandboxedExecute(Execute):
         timer.daemon = True
         timer.start()
         index = -1
+        after_last_cell = (resources or {}).get(AFTER_LAST_CELL)
         try:
             for index, cell in enumerate(self.nb.cells):
                 self._interrupted = False
@@ -218,6 +230,8 @@ class SandboxedExecute(Execute):
                 if lost:
                     self._lost_messages += lost
                     self._resubscribe()
+            if after_last_cell is not None:
+                self._after_last_cell(after_last_cell, fired, outcome)
         except DeadKernelError:
             status, reason = self._why_it_stopped(fired.is_set(), cell_label(self.nb.cells[index], index))
             outcome.update(status=status, reason=reason)
@@ -229,6 +243,46 @@ class SandboxedExecute(Execute):
         finally:
             timer.cancel()
         self.set_widgets_metadata()
+
+    def _after_last_cell(self, after_last_cell, fired: threading.Event, outcome: dict) -> None:
+        """Call ``after_last_cell(nb, run_code)``; a kernel that stops meanwhile is recorded, the cells are kept."""
+        try:
+            after_last_cell(self.nb, self.run_code)
+        except DeadKernelError:
+            status, reason = self._why_it_stopped(fired.is_set(), "the grader's second pass (after the last cell)")
+            outcome.update(status=status, reason=reason)
+
+    def run_code(self, source: str) -> list[NotebookNode]:
+        """Run ``source`` in the live kernel as a cell that is not stored in the notebook.
+
+        Returns
+        -------
+        list of NotebookNode
+            The cell's outputs of ``grading_mime_types``; every other output (and any display update) is
+            dropped. Empty when the cell timed out.
+
+        Raises
+        ------
+        DeadKernelError
+            If the kernel died.
+        """
+        cell = NotebookNode(cell_type="code", source=source, metadata={}, outputs=[], execution_count=None)
+        self.nb.cells.append(cell)  # nbclient's execute_cell stores the cell at its index: it must be ours
+        index = len(self.nb.cells) - 1
+        self._off_the_record = True
+        try:
+            self.execute_cell(cell, index, store_history=False)
+        except CellTimeoutError:
+            if self.km.exit_status() is not None:
+                raise DeadKernelError("Kernel died") from None
+            return []
+        finally:
+            self._off_the_record = False
+            self.nb.cells.pop()
+            self._forget_cell(index)
+            self.clear_display_id_mapping(index)
+        return [o for o in cell.outputs if o.get("output_type") == "display_data"
+                and any(mime in o.get("data", {}) for mime in self.grading_mime_types)]
 
     def _why_it_stopped(self, wall_clock: bool, where: str) -> tuple[str, str]:
         """``(status, reason)`` for a kernel that stopped during ``where``."""
@@ -283,6 +337,7 @@ class SandboxedExecute(Execute):
 
     def reset_execution_trackers(self) -> None:
         super().reset_execution_trackers()
+        self._off_the_record = False  # True while run_code's cell runs: only grading outputs are kept
         self._kept = {}  # cell index -> bytes of ordinary output kept
         self._kept_total = 0
         self._grading_kept = 0
@@ -326,6 +381,13 @@ class SandboxedExecute(Execute):
             self._forget_cell(cell_index)
         msg_type = msg["msg_type"]
         content = msg["content"]
+        if self._off_the_record:
+            if msg_type == "display_data" and any(mime in content.get("data", {}) for mime in self.grading_mime_types):
+                size = sum(data_bytes(v) for v in content["data"].values())
+                if self._grading_kept + size <= self.max_grading_output_bytes:
+                    self._grading_kept += size
+                    return self._store(outs, {**msg, "content": {**content, "transient": {}}}, None, cell_index)
+            return None
         if msg_type == "stream":
             text = content.get("text", "")
             size, room = text_bytes(text), self._room(cell_index)
@@ -384,6 +446,8 @@ class SandboxedExecute(Execute):
         return super().output(outs, msg, display_id, cell_index)
 
     def _update_display_id(self, display_id, msg):
+        if self._off_the_record:
+            return  # code run after the last cell must not change what the notebook's cells show
         data = msg["content"].get("data", {})
         size = sum(data_bytes(v) for v in data.values())
         if size > self.max_cell_output_bytes:

@@ -5,9 +5,10 @@ An assignment module (``autograder/assignment<N>.py``) builds one
 own process, outside the learner's kernel:
 
 * each :class:`Step` belongs to one autograder-test cell (its ``grade_id``);
-* each :class:`Case` is one call of a learner's function on hidden inputs;
-  only the inputs are sent into the kernel, and only the raw results come
-  back (:mod:`attention_lab.probe`);
+* each :class:`Case` is one call of a learner's function on hidden inputs,
+  built from a seed (``Step.cases(seed)``), with a weight; only the inputs
+  are sent into the kernel, and only the raw results come back
+  (:mod:`attention_lab.probe`);
 * the expected result comes from ``Assignment.reference`` in the grader;
 * a wrong result is compared with the output of each known mistake
   (``Assignment.mistakes``) on the same inputs, so feedback can name it.
@@ -40,9 +41,10 @@ class Variant:
         cells it does not name keep the source notebook's solution.
     breaks : frozenset of str
         For mistakes: ``grade_id`` of each autograder-test cell that must lose
-        points (the step where the mistake *is*; later steps that only use the
-        mistaken function are graded "given your earlier function" and keep
-        their points). Empty for correct variants.
+        points (the step where the mistake *is*; later steps that call the
+        mistaken function are graded on their own, with the reference's values
+        standing in for its calls, and keep their points). Empty for correct
+        variants.
     hint : str
         For mistakes: what the learner reads when their output matches this
         variant's — names the mistake and points to the idea, without code.
@@ -85,6 +87,12 @@ class Case:
         When True, the case fails if the call emits any Python warning
         (e.g. NumPy's ``RuntimeWarning: invalid value``), for specs that
         require a clean result ("no NaN and no warning").
+    weight : float
+        The case's share of the step's points: a step scores
+        ``points × (weight of the cases passed) / (weight of all its cases)``.
+        0 for a case that no known mistake of its step fails (e.g.
+        ``causal_mask(1)``, which every mask gets right): it is still run and
+        reported, but wrong code cannot earn points on it by accident.
     """
 
     description: str
@@ -97,6 +105,7 @@ class Case:
     raises: str | None = None
     exact_dtype: bool = False
     no_warnings: bool = False
+    weight: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -110,8 +119,12 @@ class Step:
     title : str
         Short name of the step in tables and feedback ("softmax").
     cases : callable
-        ``cases() -> list[Case]``; deterministic (seeded), called in the
-        grader only. The step's points are shared equally among its cases.
+        ``cases(seed=<today's seed>) -> list[Case]``, called in the grader
+        only: the same seed gives the same inputs, so grading is
+        deterministic, and another seed gives new inputs of the same kinds
+        (to rotate hidden inputs between cohorts). Without an argument it uses
+        the seed the course has always used. The step's points are shared
+        among its cases by their ``weight``.
     diagnose : callable, optional
         ``diagnose(case, result, expected) -> list[str]``: plain-words
         properties that fail ("rows don't sum to 1") for a wrong result that
@@ -121,7 +134,7 @@ class Step:
 
     grade_id: str
     title: str
-    cases: Callable[[], Sequence[Case]]
+    cases: Callable[..., Sequence[Case]]
     diagnose: Callable[[Case, Any, Any], list[str]] | None = None
 
 

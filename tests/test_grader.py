@@ -5,6 +5,8 @@ Runs the real comparison (:mod:`autograder.comparison`) on the real kernel-side 
 (:mod:`attention_lab.probe`), in this process; ``test_grading`` checks nbgrader gives the same scores.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,11 @@ from autograder import assignments, comparison
 from autograder.in_process import grade_answers, grade_variant, points_of
 
 ASSIGNMENTS = assignments.all_assignments()
+
+
+def flat(text: str) -> str:
+    """Text with every run of whitespace as one space (feedback lines are wrapped)."""
+    return " ".join(text.split())
 A1 = ASSIGNMENTS["01_scaled_dot_product_attention"]
 
 CORRECT = [(a.name, key) for a in ASSIGNMENTS.values() for key in a.correct]
@@ -55,7 +62,7 @@ def test_mistake_loses_points_exactly_where_it_breaks_and_is_named_there(name, k
         if grade_id in mistake.breaks:
             assert result.score < result.points, f"{name}/{key} should lose points in {grade_id}:\n{result.text()}"
             assert key in result.named, f"{name}/{key} should be named in {grade_id}:\n{result.text()}"
-            assert mistake.hint in result.text()
+            assert flat(result.text()).count(flat(mistake.hint)) == 1, f"{name}/{key}: the hint once per step"
         else:
             assert result.score == result.points, f"{name}/{key} must not be charged in {grade_id}:\n{result.text()}"
 
@@ -103,23 +110,82 @@ def test_a_wrong_scale_that_matches_no_known_mistake_names_the_factor():
     assert "0.9428 times the correct one (d_k = 8)" in result.text()  # ÷3 instead of ÷√8
 
 
-def test_a_later_step_is_graded_given_an_earlier_identified_mistake():
+def test_a_later_step_is_graded_on_its_own_when_an_earlier_function_has_a_known_mistake():
     results = grades(A1.mistakes["softmax_wrong_axis"].cells)
-    assert results["test_scaled_dot_product_attention"].score == 2
-    assert "correct given your earlier function" in results["test_scaled_dot_product_attention"].text()
+    attention = results["test_scaled_dot_product_attention"]
+    assert attention.score == 2 and not attention.named
+    assert "Graded on its own: softmax, from an earlier step, is wrong or unfinished" in flat(attention.text())
+    assert "answered those calls with the reference's values" in flat(attention.text())
+    assert results["test_causal_self_attention"].score == 2  # calls attention, which calls softmax
 
 
-def test_an_unfinished_earlier_function_is_named_in_the_later_step():
+def test_an_unfinished_earlier_function_is_stood_in_for_and_its_own_step_says_not_answered_yet():
     results = grades({"softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()"})
-    text = results["test_scaled_dot_product_attention"].text()
-    assert "raised NotImplementedError in softmax" in text and "finish it first" in text
+    assert results["test_softmax"].score == 0 and results["test_softmax"].unanswered
+    assert "not answered yet" in results["test_softmax"].text()
+    assert "raised NotImplementedError" not in results["test_softmax"].text()
+    assert {g for g, r in results.items() if r.score < r.points} == {"test_softmax"}
+    assert "Graded on its own: softmax" in flat(results["test_scaled_dot_product_attention"].text())
+
+
+def test_an_earlier_function_that_a_later_one_cannot_call_is_named_there_without_an_empty_message():
+    # the later function keeps its own copy of softmax (a default argument): no stand-in can answer it
+    cells = {"softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()",
+             "scaled_dot_product_attention": A1_SDPA.replace("(Q, K, V, mask=None, scale=True)",
+                                                             "(Q, K, V, mask=None, scale=True, softmax=softmax)")}
+    text = grades(cells)["test_scaled_dot_product_attention"].text()
+    assert "softmax, another function of this notebook that it calls, is not answered yet: finish it first" in flat(text)
+    assert ": —" not in text and "NotImplementedError: " not in text and not re.search(r": *$", text, re.M)
+
+
+# ---- forgiveness only for a mistake the learner made ------------------------------------------------
+
+A1_SDPA = '''def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
+    scores = attention_scores(Q, K, scale=scale)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+'''
+
+
+def test_a_re_implemented_earlier_step_that_raises_gets_no_credit_on_those_cases():
+    # its own scores with keys as rows: raises wherever T_q ≠ T_k (as the bank's keys_times_queries does)
+    inline = A1_SDPA.replace("attention_scores(Q, K, scale=scale)",
+                             "K @ np.swapaxes(Q, -1, -2) / (np.sqrt(Q.shape[-1]) if scale else 1.0)")
+    result = grades({"scaled_dot_product_attention": inline})["test_scaled_dot_product_attention"]
+    assert result.score == 0, result.text()
+    assert "correct given" not in result.text() and "Graded on its own" not in result.text()
+
+
+def test_a_re_implemented_earlier_step_with_another_functions_known_mistake_loses_points():
+    # ÷d_k inside attention is the bank's scale_by_d of attention_scores, but this learner's attention_scores is right
+    inline = A1_SDPA.replace("attention_scores(Q, K, scale=scale)",
+                             "Q @ np.swapaxes(K, -1, -2) / (Q.shape[-1] if scale else 1.0)")
+    results = grades({"scaled_dot_product_attention": inline})
+    assert results["test_scaling"].score == 1
+    assert results["test_scaled_dot_product_attention"].score == 0.5  # only the scale=False case is right
+    assert "correct given" not in results["test_scaled_dot_product_attention"].text()
+
+
+def test_an_attention_step_whose_body_only_raises_value_error_earns_zero():
+    cells = {"scaled_dot_product_attention":
+             "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n    raise ValueError('no')"}
+    assert grades(cells)["test_scaled_dot_product_attention"].score == 0
+
+
+def test_two_raised_exceptions_are_never_the_same_result():
+    case = A1.step("test_softmax").cases()[0]
+    assert not comparison.same(comparison.Raised("ValueError"), comparison.Raised("ValueError"), case)
+    assert comparison.looks_like(comparison.Raised("ValueError"), comparison.Raised("ValueError"), case)
 
 
 def test_modifying_the_input_in_place_is_reported():
     in_place = ("def softmax(x, axis=-1):\n    x -= x.max(axis=axis, keepdims=True)\n    np.exp(x, out=x)\n"
                 "    x /= x.sum(axis=axis, keepdims=True)\n    return x")
     result = grades({"softmax": in_place})["test_softmax"]
-    assert result.score == 0 and "modified its argument 1 in place" in result.text()
+    assert result.score == 0 and "it modified its argument x in place" in result.text()
+    assert "argument 1" not in result.text()
 
 
 def test_an_object_that_claims_equality_is_only_a_type_name():
@@ -153,7 +219,7 @@ def test_np_seterr_raise_in_the_notebook_costs_nothing():
         np.seterr(all="warn", under="ignore")
 
 
-def test_a_hanging_function_costs_its_own_step_and_the_steps_that_call_it(monkeypatch):
+def test_a_hanging_function_costs_its_own_step_only(monkeypatch):
     monkeypatch.setattr(comparison, "CALL_SECONDS", 0.2)
     # catches the first interruption and loops again: the limit repeats until the call ends
     stubborn = ("def causal_mask(T):\n    while True:\n        try:\n            while True:\n                pass\n"
@@ -161,13 +227,14 @@ def test_a_hanging_function_costs_its_own_step_and_the_steps_that_call_it(monkey
     results = grades({"causal_mask": stubborn})
     assert results["test_causal_mask"].score == 0
     assert "did not finish within 0.2 s" in results["test_causal_mask"].text()
-    assert lost({"causal_mask": stubborn}) == {"test_causal_mask", "test_causal_self_attention"}
+    # causal_self_attention, which calls it, is graded with the reference's mask standing in
+    assert lost({"causal_mask": stubborn}) == {"test_causal_mask"}
 
 
 def test_messages_show_no_hidden_inputs_or_expected_values():
     grader = comparison.Grader(A1)
     for key, mistake in A1.mistakes.items():
-        text = "\n".join(r.text() for r in grades(mistake.cells).values())
+        text = "\n".join(line for r in grades(mistake.cells).values() for line in r.lines)  # as written, unwrapped
         for step in A1.steps:
             for index, case in enumerate(grader.cases[step.grade_id]):
                 expected = grader.expected(step.grade_id, index)
@@ -189,3 +256,78 @@ def test_grading_the_same_answers_twice_gives_identical_results():
     first = {g: r.text() for g, r in grades(cells).items()}
     comparison_cache_free = grade_answers(A1, cells)
     assert first == {g: r.text() for g, r in comparison_cache_free.items()}
+
+
+# ---- no credit for inputs on which wrong code is right by accident ----------------------------------
+
+SEEDS = (None, 2026)  # the course's seeds and another cohort's
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_every_scored_case_is_failed_by_a_known_mistake_of_its_step_and_no_unscored_one_is(name, seed):
+    assignment = ASSIGNMENTS[name]
+    failed_by = {}
+    for key, mistake in assignment.mistakes.items():
+        results = grade_answers(assignment, mistake.cells, seed=seed)
+        for grade_id in mistake.breaks:
+            for index, passed in enumerate(results[grade_id].passed):
+                if not passed:
+                    failed_by.setdefault((grade_id, index), []).append(key)
+    for step in assignment.steps:
+        for index, case in enumerate(step.cases() if seed is None else step.cases(seed)):
+            mistakes = failed_by.get((step.grade_id, index), [])
+            if case.weight > 0:
+                assert mistakes, f"{step.grade_id} case {case.description!r}: no known mistake fails it; weight 0"
+            else:
+                assert not mistakes, f"{step.grade_id} case {case.description!r} has weight 0 but {mistakes} fail it"
+
+
+def test_hidden_cases_come_from_a_seed():
+    for assignment in ASSIGNMENTS.values():
+        for step in assignment.steps:
+            default, again, other = step.cases(), step.cases(), step.cases(2026)
+            assert [c.description for c in default] == [c.description for c in other]
+            assert all(_same_inputs(a, b) for a, b in zip(default, again))
+    randomised = [step for a in ASSIGNMENTS.values() for step in a.steps
+                  if not all(_same_inputs(a, b) for a, b in zip(step.cases(), step.cases(2026)))]
+    assert len(randomised) >= 15  # every step whose inputs are random numbers; the others are exact edge cases
+
+
+def _same_inputs(a, b) -> bool:
+    values = lambda c: [*c.args, *c.kwargs.values()]  # noqa: E731
+    return all(np.array_equal(x, y) for x, y in zip(values(a), values(b)))
+
+
+def test_a_flipped_causal_mask_scores_nothing_on_the_mask_step():
+    assert grades(A1.mistakes["mask_flipped"].cells)["test_causal_mask"].score == 0
+
+
+def test_a_steps_score_is_its_points_times_the_weight_passed():
+    grader = comparison.Grader(A1)
+    step = A1.step("test_causal_mask")
+    weighted = [comparison.Case(c.description, c.function, c.args, weight=w)
+                for c, w in zip(grader.cases[step.grade_id], (3, 1, 0, 1))]
+    grader.cases[step.grade_id] = weighted
+    from autograder.answers import answer_namespace
+    from autograder.in_process import kernel_results
+    namespace = answer_namespace(A1.name, A1.notebook, {"causal_mask": "def causal_mask(T):\n"
+                                                        "    return np.tril(np.ones((T, T), dtype=bool)) if T < 5 "
+                                                        "else np.ones((T, T), dtype=bool)"})
+    results = {step.grade_id: kernel_results(namespace, grader.request(step.grade_id))}
+    verdict = grader.grade(results, {step.grade_id: 1.0})[step.grade_id]
+    assert verdict.passed == [True, False, True, False] and verdict.score == 0.6  # (3 + 0) / (3 + 1 + 0 + 1)
+    assert "causal_mask(2) (not scored)" in verdict.text()
+
+
+def test_feedback_lines_wrap_at_100_columns_with_their_indentation_kept():
+    long = "x" * 130
+    assert comparison.wrap(f"  ✗ a case: {long}") == f"  ✗ a case:\n    {long}"  # a word longer than the line stays
+    for mistake in A1.mistakes.values():
+        for result in grades(mistake.cells).values():
+            for line in result.text().splitlines():
+                assert len(line) <= comparison.WIDTH, line
+            for logical in result.lines:  # each continuation line is indented under its first line
+                first, *rest = comparison.wrap(logical.split("\n")[0]).split("\n")
+                indent = len(first) - len(first.lstrip(" "))
+                assert all(len(r) - len(r.lstrip(" ")) >= indent for r in rest)

@@ -8,6 +8,9 @@ import csv
 import html
 import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -111,12 +114,24 @@ def test_grades_csv_per_assignment_and_class_overview(graded_class, tmp_path):
     assert {(r["student"], r["assignment"]) for r in rows} >= {(example_class.CORRECT_STUDENT, n) for n in NAMES}
     per_step = {r["student"]: r for r in csv.DictReader(open(tmp_path / f"grades-{ASSIGNMENT}.csv"))}
     assert per_step["jon-no-max-subtraction"]["softmax"] == "1.25"
+    assert per_step[example_class.UNTOUCHED]["note"] == "unanswered"
     assert per_step["hostile-empty-file"]["total"] == "" and "empty file" in per_step["hostile-empty-file"]["note"]
     overview = example_class.overview(results)
     assert overview.splitlines()[0].split() == ["student", *(n.split("_", 1)[0] for n in NAMES)]
 
 
-def test_grading_the_same_submission_twice_gives_identical_scores_and_messages(graded_class, tmp_path):
+@pytest.fixture
+def busy_machine():
+    """A process burning CPU for the test's duration (output then arrives in more, smaller pieces); killed after."""
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield burner
+    finally:
+        burner.kill()
+        burner.wait()
+
+
+def test_grading_the_same_submission_twice_gives_identical_scores_and_messages(graded_class, tmp_path, busy_machine):
     course, results, _ = graded_class
     again = grading.copy_course(REPO, tmp_path / "again")
     for student in ("ida-mask-with-zero", "hostile-forged-results"):
@@ -129,6 +144,52 @@ def test_grading_the_same_submission_twice_gives_identical_scores_and_messages(g
         new = read(again / "autograded" / row.student / ASSIGNMENT / NOTEBOOK)
         texts = lambda nb: [o.get("text") for c in nb.cells if c.cell_type == "code" for o in c.outputs]  # noqa: E731
         assert texts(old) == texts(new)
+
+
+def test_printed_output_reaches_the_graded_notebook_as_one_stream_output(graded_class):
+    """However the kernel's output was split into messages (it depends on timing), the cell shows one piece."""
+    course, _, _ = graded_class
+    for path in (course / "autograded").glob("*/*/*.ipynb"):
+        for cell in read(path).cells:
+            outputs = cell.get("outputs", []) if cell.cell_type == "code" else []
+            for before, after in zip(outputs, outputs[1:]):
+                assert not (before.output_type == after.output_type == "stream" and before.name == after.name), path
+
+
+def test_feedback_shows_no_frame_of_the_course_and_no_path_of_the_grading_machine(graded_class):
+    course, _, _ = graded_class
+    machine = [str(REPO), str(course), sys.prefix, str(Path(nbformat.__file__).parent.parent)]
+    checked = 0
+    for html in (course / "feedback").glob("*/*/*.html"):
+        if html.parts[-3].startswith("hostile-"):
+            continue  # their own code names paths of this machine (they try to read the course directory)
+        text = html.read_text()
+        for marker in [*machine, "worked.py", "self_check.py", "attention_lab/", "skipping hidden"]:
+            assert marker not in text, (html, marker)
+        checked += "Traceback" in text
+    assert checked >= 5  # notebooks whose self-checks failed: their tracebacks keep the notebook's own frames
+
+
+def test_untouched_answers_say_not_answered_yet_and_the_table_says_unanswered(graded_class):
+    course, results, _ = graded_class
+    steps, rows = results[ASSIGNMENT]
+    ben = next(r for r in rows if r.student == example_class.UNTOUCHED)
+    assert ben.note == "unanswered"
+    lea = next(r for r in rows if r.student == "lea-softmax-unfinished")
+    assert lea.note == "unanswered: softmax"
+    assert re.search(r"^ben-untouched .*0/10\s+unanswered$", grading.format_table(steps, rows, ASSIGNMENT), re.M)
+    html = (course / "feedback" / example_class.UNTOUCHED / ASSIGNMENT / NOTEBOOK.replace(".ipynb", ".html")).read_text()
+    assert "softmax: not answered yet (it still raises NotImplementedError)" in html
+    assert "raised NotImplementedError: " not in html and "raised NotImplementedError:  " not in html
+
+
+def test_an_unfinished_earlier_function_costs_only_its_own_step_under_nbgrader(graded_class):
+    """The stand-in passes run in the sandboxed kernel after the last cell."""
+    course, results, _ = graded_class
+    lea = next(r for r in results[ASSIGNMENT][1] if r.student == "lea-softmax-unfinished")
+    assert {g for g, (score, points) in lea.steps.items() if score < points} == {"test_softmax"}
+    html = (course / "feedback" / "lea-softmax-unfinished" / ASSIGNMENT / NOTEBOOK.replace(".ipynb", ".html")).read_text()
+    assert "Graded on its own: softmax, from an earlier step, is wrong or unfinished" in " ".join(html.split())
 
 
 def test_make_grade_grades_a_real_class_without_touching_release(tmp_path, capsys):

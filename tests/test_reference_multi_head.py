@@ -239,8 +239,18 @@ def test_every_mistake_is_visible_on_every_case_it_should_be():
     assert sum(line.lstrip().startswith("✗") for line in step.lines) == masked
 
 
+class _Feedback:
+    """A step's verdict whose text() has its wrapped lines joined (feedback wraps at 100 columns)."""
+
+    def __init__(self, verdict):
+        self.verdict, self.score, self.named = verdict, verdict.score, verdict.named
+
+    def text(self) -> str:
+        return " ".join(self.verdict.text().split())
+
+
 def _feedback(cells, grade_id):
-    return grade_answers(ASSIGNMENT, cells)[grade_id]
+    return _Feedback(grade_answers(ASSIGNMENT, cells)[grade_id])
 
 
 def test_split_diagnoses_unknown_mistakes_in_words():
@@ -258,7 +268,7 @@ def test_split_diagnoses_unknown_mistakes_in_words():
     assert "should have shape (n_heads, T, d_head) = (2, 5, 4)" in text
     no_error = "def split_heads(X, n_heads):\n    d = X.shape[1] // n_heads\n" \
                "    return np.stack([X[:, h * d:(h + 1) * d] for h in range(n_heads)])"
-    step = _feedback({"split_heads": no_error}, "test_split_heads")
+    step = _feedback({"split_heads": no_error}, "test_split_heads")  # the known mistake split_without_check
     assert step.score == 1.5 and "it should raise ValueError, but it returned" in step.text()
 
 

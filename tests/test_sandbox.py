@@ -531,3 +531,45 @@ def test_reachable_follows_search_permissions(tmp_path):
     assert not reachable(private / "inside", NOBODY)
     os.chmod(private, 0o711)
     assert reachable(private / "inside", NOBODY) == all(os.stat(p).st_mode & 0o001 for p in private.parents)
+
+
+# ---- code after the last cell, in the same kernel (the grader's stand-in passes) ------------------------
+
+PROBE_OUTPUT = ("from IPython.display import publish_display_data\n"
+                "publish_display_data({'application/vnd.attention-lab.probe+json': {'grade_id': 'g', 'x': x}})")
+
+
+def run_with_after_last_cell(nb, after_last_cell):
+    from autograder.sandbox import AFTER_LAST_CELL
+
+    executor = SandboxedExecute(timeout=5, wall_clock_limit=30)
+    resources = {"metadata": {"path": str(REPO)}, "nbgrader": {"student": "me", "assignment": "01_x"},
+                 AFTER_LAST_CELL: after_last_cell}
+    nb, _ = executor.preprocess(nb, resources)
+    nbformat.validate(nb)
+    return nb
+
+
+def test_code_after_the_last_cell_runs_in_the_same_kernel_and_only_its_grading_output_is_kept():
+    seen = []
+
+    def after_last_cell(nb, run_code):
+        seen.append(len(nb.cells))
+        seen.append(run_code("x += 1\nprint('STOLEN')\nshown.update('STOLEN')\n" + PROBE_OUTPUT))
+        seen.append(run_code("import sys\nprint('STOLEN', file=sys.stderr)\n1 / 0"))
+
+    nb = run_with_after_last_cell(notebook("x = 41", "from IPython.display import display\n"
+                                                     "shown = display('as the cell left it', display_id=True)"),
+                                  after_last_cell)
+    cells, first, second = seen
+    assert cells == len(nb.cells)  # the extra code is not stored in the notebook
+    assert [o.data["application/vnd.attention-lab.probe+json"]["x"] for o in first] == [42]
+    assert second == []
+    assert "STOLEN" not in json.dumps(nb) and "as the cell left it" in json.dumps(nb)
+    assert execution(nb) == {"status": "ok", "reason": "all cells ran"}
+
+
+def test_a_kernel_that_dies_after_the_last_cell_keeps_the_cells_outputs_and_says_when():
+    nb = run_with_after_last_cell(notebook("print('ran')"), lambda nb, run_code: run_code("import os\nos._exit(3)"))
+    assert stdout(code(nb)[0]) == "ran\n"
+    assert execution(nb)["status"] == "died" and "the grader's second pass" in execution(nb)["reason"]

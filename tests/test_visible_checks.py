@@ -31,10 +31,12 @@ DIAGNOSES = {
     "one_step_future": "check_causal_mask",
     "softmax_wrong_axis": "check_softmax",
     "softmax_no_max_subtraction": "check_softmax",
+    "softmax_ignores_axis": "check_softmax",
     "scale_by_d": "check_scaling",
     "no_scaling": "check_scaling",
     "mask_with_zero": "check_scaled_dot_product_attention",
     "mask_after_softmax": "check_scaled_dot_product_attention",
+    "attention_softmax_over_queries": "check_scaled_dot_product_attention",
     "keys_times_queries": "check_attention_scores",
     "entropy_in_bits": "check_attention_entropy",
     "self_attention_shares_projection": "check_causal_self_attention",
@@ -77,9 +79,7 @@ def test_self_check_names_the_mistake(name):
 
 
 @pytest.mark.parametrize("check, answer, words", [
-    ("check_softmax", "def softmax(x, axis=-1):\n    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
-                      "    return e / e.sum(axis=-1, keepdims=True)",
-     "the rows sum to 1 instead of the values along axis 0"),
+    # (a softmax that ignores `axis` is the known mistake softmax_ignores_axis, named above)
     ("check_softmax", "def softmax(x, axis=-1):\n    e = np.exp(x - x.min(axis=axis, keepdims=True))\n"
                       "    return e / e.sum(axis=axis, keepdims=True)", "float32 logits [100, 0] should be [1, 0]"),
     ("check_attention_scores", "def attention_scores(Q, K, scale=True):\n"

@@ -220,6 +220,16 @@ def softmax(x, axis=-1):
     }, frozenset({"test_softmax"}),
         hint=('Normalise along the `axis` argument (by default the last axis): the maximum, the sum of the '
               'exponentials and the division must all use that axis, not the first one.')),
+    "softmax_ignores_axis": Variant("softmax always normalises over the last axis, whatever `axis` says", {
+        "softmax": '''
+def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+''',
+    }, frozenset({"test_softmax"}),
+        hint=('The `axis` argument says along which axis the probabilities sum to 1: softmax(x, axis=0) '
+              'normalises down the columns. Pass `axis` to the maximum, to the sum of the exponentials and to '
+              'the division instead of always using the last axis.')),
     "softmax_no_max_subtraction": Variant("softmax without subtracting the maximum (overflows)", {
         "softmax": '''
 def softmax(x, axis=-1):
@@ -260,6 +270,18 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
         hint=('A blocked score set to 0 is still an ordinary score and gets weight e⁰ / Σ. Blocked scores must '
               'become −inf (or a very large negative number) before the softmax, so that their weight is '
               'exactly 0.')),
+    "attention_softmax_over_queries": Variant("attention's softmax taken over the queries (axis −2), not the keys", {
+        "scaled_dot_product_attention": '''
+def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
+    scores = attention_scores(Q, K, scale=scale)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    weights = softmax(scores, axis=-2)
+    return weights @ V, weights
+''',
+    }, frozenset({"test_scaled_dot_product_attention"}),
+        hint=('Each query distributes its attention over the keys: row i of the weights (query i) must sum to '
+              '1, so the softmax goes along the last axis (the T_k keys), not along the queries.')),
     "mask_after_softmax": Variant("blocked weights zeroed after the softmax, rows not renormalised", {
         "scaled_dot_product_attention": '''
 def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):

@@ -326,6 +326,16 @@ def split_heads(X, n_heads):
         }, frozenset({"test_split_heads"}),
         "head h owns the contiguous block of features h·d_head … (h+1)·d_head − 1; reshape to "
         "(T, n_heads, d_head), not (T, d_head, n_heads)"),
+    "split_without_check": Variant(
+        "split_heads slices d_model // n_heads columns per head without checking that n_heads divides d_model", {
+            "split_heads": '''
+def split_heads(X, n_heads):
+    d_head = X.shape[-1] // n_heads
+    return np.stack([X[:, h * d_head:(h + 1) * d_head] for h in range(n_heads)])
+''',
+        }, frozenset({"test_split_heads"}),
+        "when n_heads does not divide d_model the heads cannot all have d_model / n_heads features, and slicing "
+        "silently drops the last columns: raise ValueError, naming n_heads and d_model"),
     "merge_without_transpose": Variant(
         "merge_heads reshapes (n_heads, T, d_head) straight to (T, d_model)", {
             "merge_heads": '''

@@ -1,0 +1,230 @@
+"""One mistake, one charge: each step is graded on its own, whatever is wrong with the earlier functions it calls.
+
+In-process (the model of ``nbgrader autograde``; ``test_grading`` checks nbgrader gives the same scores):
+the probe's recording and stand-ins (:mod:`attention_lab.probe`), the grader's passes
+(:mod:`autograder.stand_ins`), and broken earlier functions of every kind in every assignment.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+from attention_lab import probe, wire
+from autograder import assignments, hostile, stand_ins
+from autograder.answers import answer_namespace, source_solutions
+from autograder.in_process import grade_answers, grader_for, kernel_results
+
+ASSIGNMENTS = assignments.all_assignments()
+A1 = ASSIGNMENTS["01_scaled_dot_product_attention"]
+A5 = ASSIGNMENTS["05_kv_cache"]
+
+
+def lost(assignment, cells, **options) -> set[str]:
+    return {g for g, r in grade_answers(assignment, cells, **options).items() if r.score < r.points}
+
+
+def graded_functions(assignment) -> dict[str, set[str]]:
+    """grade_id → the functions its hidden cases call."""
+    return {step.grade_id: {case.function for case in step.cases()} for step in assignment.steps}
+
+
+def called_by_later_steps(assignment) -> list[str]:
+    """The earlier functions that the solution's later functions call on the hidden inputs (from the probe's record)."""
+    grader = grader_for(assignment)
+    namespace = answer_namespace(assignment.name, assignment.notebook)
+    called = set()
+    for step in assignment.steps:
+        for record in kernel_results(namespace, grader.request(step.grade_id))["results"]:
+            called |= {call["function"] for call in record["calls"]}
+    return sorted(called)
+
+
+# ---- broken earlier functions of every kind, in every assignment where a step calls earlier functions ----
+
+BREAKS = {
+    "raises": "raise ValueError('broken')",
+    "NotImplementedError": "raise NotImplementedError()",
+    "wrong shape": "return _broken(_value, lambda a: a[None])",  # an extra leading axis
+    "wrong dtype": "return _broken(_value, lambda a: a.astype(complex) if a.dtype.kind == 'f' else a.astype(float))",
+    "wrong values not in the bank": "return _broken(_value, lambda a: ~a if a.dtype == bool else a * 1.5 + 0.25)",
+}
+BROKEN = '''
+def _broken(value, change):
+    return tuple(_broken(v, change) for v in value) if isinstance(value, tuple) else change(np.asarray(value))
+
+_correct_{f} = {f}
+
+def {f}(*args, **kwargs):
+    _value = _correct_{f}(*args, **kwargs)
+    {body}
+'''
+
+
+def broken(assignment, function: str, kind: str) -> dict[str, str]:
+    """The solution with ``function`` broken in the way ``kind`` says (its cell replaced)."""
+    solutions = source_solutions(assignment.name, assignment.notebook)
+    cell = next(c for c, source in solutions.items() if re.search(rf"^def {function}\(", source, re.M))
+    return {cell: solutions[cell] + BROKEN.format(f=function, body=BREAKS[kind])}
+
+
+EARLIER = [(a.name, f) for a in ASSIGNMENTS.values() for f in called_by_later_steps(a)]
+
+
+def test_every_assignment_has_steps_that_call_earlier_functions():
+    assert {name for name, _ in EARLIER} == set(ASSIGNMENTS)
+
+
+@pytest.mark.parametrize("kind", list(BREAKS))
+@pytest.mark.parametrize("name,function", EARLIER)
+def test_a_broken_earlier_function_costs_points_exactly_in_its_own_steps(name, function, kind):
+    assignment = ASSIGNMENTS[name]
+    own_steps = {g for g, functions in graded_functions(assignment).items() if function in functions}
+    assert lost(assignment, broken(assignment, function, kind)) == own_steps
+
+
+@pytest.mark.parametrize("name,function", EARLIER)
+def test_without_the_stand_in_passes_the_steps_that_call_it_would_be_charged_too(name, function):
+    """The passes are what makes the difference (the test above fails without them)."""
+    assignment = ASSIGNMENTS[name]
+    own_steps = {g for g, functions in graded_functions(assignment).items() if function in functions}
+    assert lost(assignment, broken(assignment, function, "wrong shape"), stand_ins=False) > own_steps
+
+
+def test_a_chain_of_two_broken_earlier_functions_charges_each_once():
+    # softmax and attention both wrong in ways the bank has no name for: self-attention calls attention, which
+    # calls softmax; it is graded with the reference's attention standing in, and keeps its points
+    cells = {**broken(A1, "softmax", "wrong values not in the bank"),
+             **broken(A1, "scaled_dot_product_attention", "wrong shape")}
+    results = grade_answers(A1, cells)
+    assert {g for g, r in results.items() if r.score < r.points} == {"test_softmax", "test_scaled_dot_product_attention"}
+    assert not any(r.named for r in results.values())
+    text = " ".join(results["test_causal_self_attention"].text().split())
+    assert "Graded on its own: scaled_dot_product_attention, from an earlier step, is wrong or unfinished" in text
+
+
+def test_a_chain_through_the_kv_cache_settles_one_pass_per_level():
+    # decoding feeds each stand-in's new cache into the next call: 9 tokens one by one need 9 passes
+    cells = {**broken(A5, "scaled_dot_product_attention", "wrong values not in the bank"),
+             **broken(A5, "attend_with_cache", "wrong values not in the bank")}
+    assert lost(A5, cells) == {"test_from_assignment_1", "test_attend_with_cache"}
+    grader = grader_for(A5)
+    namespace = answer_namespace(A5.name, A5.notebook, cells)
+    first = {g: kernel_results(namespace, grader.request(g)) for g in grader.cases}
+    runs = []
+    stand_ins.run_passes(grader, first, lambda request: runs.append(request["grade_id"]) or kernel_results(namespace,
+                                                                                                          request))
+    assert runs.count("test_decode_incrementally") == 9
+
+
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_every_known_mistake_combined_with_every_correct_variant_is_charged_once_where_it_is(name):
+    assignment = ASSIGNMENTS[name]
+    for mistake_key, mistake in assignment.mistakes.items():
+        for correct_key, correct in assignment.correct.items():
+            results = grade_answers(assignment, {**correct.cells, **mistake.cells})
+            charged = {g for g, r in results.items() if r.score < r.points}
+            assert charged == set(mistake.breaks), (mistake_key, correct_key, charged)
+
+
+# ---- the probe: recording and stand-ins in the kernel ---------------------------------------------
+
+def _namespace():
+    namespace = {"np": np}
+    exec("def inner(x):\n    return x + 1\n"
+         "def outer(x):\n    return inner(x) * 2\n"
+         "def later(x):\n    y = outer(x)\n    y[0] = -1\n    y[1] += 1\n    return outer(y) + inner(x)\n", namespace)
+    return namespace
+
+
+def _case(x):
+    return {"function": "later", "args": [wire.encode(x)], "kwargs": {}, "seconds": 3.0}
+
+
+def test_the_first_pass_records_only_the_graded_functions_own_calls_and_restores_the_namespace():
+    namespace = _namespace()
+    before = dict(namespace)
+    record = probe.call_case(namespace, _case(np.zeros(2)), earlier=["inner", "outer"])
+    assert [call["function"] for call in record["calls"]] == ["outer", "outer", "inner"]  # not outer's own inner
+    assert wire.decode(record["calls"][0]["returned"]).tolist() == [2.0, 2.0]
+    assert namespace == before
+
+
+def test_a_stand_in_answers_with_a_fresh_copy_and_stops_at_arguments_it_has_no_value_for():
+    namespace = _namespace()
+    first = probe.call_case(namespace, _case(np.zeros(2)), earlier=["inner", "outer"])
+    answers = {probe.call_digest(c["function"], c["args"], c["kwargs"]): {"value": wire.encode(np.full(2, 10.0))}
+               for c in first["calls"][:1]}  # outer(x) only; `later` changes the answer it gets, not the stored one
+    record = probe.call_case(namespace, _case(np.zeros(2)), earlier=["inner", "outer"], stand_ins=answers)
+    assert record["status"] == "incomplete"
+    assert [wire.decode(call["args"][0]).tolist() for call in record["calls"]] == [[-1.0, 11.0]]  # outer(y): no value
+    answers[probe.call_digest("outer", record["calls"][0]["args"], {})] = {"value": wire.encode(np.ones(2))}
+    answers[probe.call_digest("inner", first["calls"][2]["args"], {})] = {"raises": {"type": "ValueError",
+                                                                                      "message": "no"}}
+    record = probe.call_case(namespace, _case(np.zeros(2)), earlier=["inner", "outer"], stand_ins=answers)
+    assert (record["status"], record["type"], record["calls"]) == ("raised", "ValueError", [])
+
+
+def test_a_missing_earlier_function_is_recorded_so_that_a_stand_in_can_answer_it():
+    namespace = _namespace()
+    del namespace["outer"]
+    record = probe.call_case(namespace, _case(np.zeros(2)), earlier=["inner", "outer"])
+    assert record["type"] == "NameError" and record["calls"][0]["function"] == "outer"
+    assert "outer" not in namespace
+
+
+def test_the_grader_computes_stand_ins_only_for_earlier_functions_and_small_arguments():
+    grader = grader_for(A1)
+    small = {"function": "softmax", "args": [wire.encode(np.zeros((2, 3)))], "kwargs": {}}
+    assert grader.stand_in("test_scaled_dot_product_attention", small) is not None
+    own = {**small, "function": "scaled_dot_product_attention"}  # the step's own function: never its reference
+    assert grader.stand_in("test_scaled_dot_product_attention", own) is None
+    assert grader.stand_in("test_softmax", small) is None  # softmax is graded there
+    huge = {"function": "causal_mask", "args": [10**6], "kwargs": {}}  # would need 10¹² bytes in the grader
+    assert grader.stand_in("test_causal_self_attention", huge) is None
+    garbage = {"function": "softmax", "args": [{"ndarray": "not base64"}], "kwargs": {}}
+    assert grader.stand_in("test_scaled_dot_product_attention", garbage) is None
+
+
+def test_calls_that_never_settle_stop_after_the_bound_and_earn_nothing(monkeypatch):
+    runs = []
+    monkeypatch.setattr(stand_ins, "MAX_PASSES", 3)
+    cells = {"scaled_dot_product_attention": (
+        "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+        "    softmax(np.random.default_rng().normal(size=3))\n    raise ValueError('no')\n")}
+    grader = grader_for(A1)
+    namespace = answer_namespace(A1.name, A1.notebook, cells)
+    first = {g: kernel_results(namespace, grader.request(g)) for g in grader.cases}
+
+    def run(request):
+        runs.append(request["grade_id"])
+        return kernel_results(namespace, request)
+
+    finals = stand_ins.run_passes(grader, first, run)
+    assert runs.count("test_scaled_dot_product_attention") == 3 and not finals["test_scaled_dot_product_attention"]
+
+
+def test_stashing_the_stand_ins_answers_and_replaying_them_gains_nothing():
+    """The hostile submission of autograder.hostile, in-process: attention cannot replay its own reference values."""
+    results = grade_answers(A1, dict(hostile.STASH_AND_REPLAY))
+    honest = grade_answers(A1, {"scaled_dot_product_attention": hostile.UNWRITTEN_ATTENTION})
+    assert {g: r.score for g, r in results.items()} == {g: r.score for g, r in honest.items()}
+    assert results["test_scaled_dot_product_attention"].score == 0
+
+
+def test_an_earlier_function_returning_an_object_that_cannot_be_sent_is_still_stood_in_for():
+    # the first pass records attention called with that object as its mask: no stand-in may answer that call,
+    # but with the reference's mask standing in it is not made again
+    cells = {"causal_mask": "class _Anything:\n    def __array__(self, *a, **k):\n        raise TypeError('no')\n"
+                            "def causal_mask(T):\n    return _Anything()"}
+    assert lost(A1, cells) == {"test_causal_mask"}
+
+
+def test_the_instructors_in_notebook_grading_runs_the_stand_in_passes_too(capsys):
+    from autograder.in_notebook import grade_step
+
+    namespace = answer_namespace(A1.name, A1.notebook, {"softmax": "def softmax(x, axis=-1):\n"
+                                                                   "    raise NotImplementedError()"})
+    assert grade_step(namespace, A1.name, "test_softmax") == 0.0
+    assert grade_step(namespace, A1.name, "test_scaled_dot_product_attention") == 2.0
+    assert "Graded on its own: softmax" in " ".join(capsys.readouterr().out.split())
