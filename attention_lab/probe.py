@@ -301,13 +301,3 @@ def run(namespace: dict, payload: str) -> None:
     results = collect(namespace, wire.unpack(payload))
     publish_display_data({MIME: results, "text/plain": f"{len(results['results'])} result(s) sent to the grader"})
 
-
-def results_in(outputs: list, grade_id: str) -> dict | None:
-    """The last results for ``grade_id`` among a cell's outputs, or None if none arrived."""
-    found = None
-    for output in outputs:
-        data = output.get("data", {}) if output.get("output_type") == "display_data" else {}
-        results = data.get(MIME)
-        if isinstance(results, dict) and results.get("grade_id") == grade_id:
-            found = results
-    return found
