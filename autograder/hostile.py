@@ -423,7 +423,7 @@ CASES: dict[str, Hostile] = {
     "forged-results": Hostile(
         "replaces the probe's calls with forged 'results' claiming success",
         with_cells(lambda c: {"softmax": "import attention_lab.probe as _p\n"
-                                         "_p.call_case = lambda ns, case: {'status': 'returned', 'value': True, "
+                                         "_p.call_case = lambda ns, case, *more: {'status': 'returned', 'value': True, "
                                          "'args_after': [], 'warnings': []}\n" + WRONG_SOFTMAX}),
         _all_of(graded(0), feedback_says("the probe's output was forged"))),
     "always-equal": Hostile(
