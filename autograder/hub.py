@@ -1,0 +1,633 @@
+"""``make hub``: a class in a box — JupyterHub with nbgrader's exchange for this course, on one machine.
+
+::
+
+    python -m autograder.hub setup    --root DIR --instructor NAME --students NAME ... [--roster CSV]
+    python -m autograder.hub start    --root DIR [--port N]          # foreground; Ctrl-C stops it
+    python -m autograder.hub up       ...                            # setup, then start (`make hub`)
+    python -m autograder.hub teardown --root DIR [--purge]
+
+Run as root: set-up creates Unix users and the hub starts each user's server as
+that user (JupyterHub's ``LocalProcessSpawner``). Everything lives under one
+folder (default ``/srv/attention-lab``):
+
+======================  =====  =====================================================================
+path                    mode   why
+======================  =====  =====================================================================
+``course/``             0711   the nbgrader course directory, owned by the instructor: students may
+                               pass through it to the exchange but not list it
+``course/<private>``    0700   ``source/``, ``release/``, ``submitted/``, ``autograded/``,
+                               ``feedback/``, ``gradebook.db``, ``nbgrader_config.py``: instructor only
+``course/exchange/``    1777   nbgrader's exchange root; nbgrader insists students can write here, the
+                               sticky bit stops anyone renaming or removing the course's folder in it
+``exchange/<course>/``  0755   ``outbound/`` 0755 (released assignments, readable by everyone),
+                               ``inbound/`` 3733 (students create submissions but cannot list them or
+                               remove others'; setgid gives them the instructor's group),
+                               ``feedback/`` 0711 (files named by a per-submission secret)
+``student-env/``        0755   students' Python: the student edition (no grader, no solutions),
+                               JupyterLab and nbgrader without Formgrader or Create Assignment
+``instructor-env/``     0755   the instructor's Python: this repository, installed editable
+``jupyterhub/``         0700   the hub's settings, passwords, database, cookie secret, logs (root)
+======================  =====  =====================================================================
+
+nbgrader gives what it writes modes of its own (a collected submission's
+folder 0777, feedback 0644, autograded notebooks 0444), so the private
+folders above, not those modes, keep students out; every server also starts
+with umask 077, so new top-level files (grades exports, logs) are private too.
+The exchange's modes are set by nbgrader where students need them.
+
+The repository itself stays the instructor's: students' servers run from
+``student-env/`` and need nothing from it, so keep the checkout unreadable for
+them (``chmod o-rwx``); set-up warns when it is not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+
+from autograder import student_build
+from autograder.grading import COURSE_ID
+
+REPO = Path(__file__).resolve().parent.parent
+HUB_FILES = REPO / "hub"
+DEFAULT_ROOT = Path("/srv/attention-lab")
+#: Folders of the course directory that only the instructor may enter (nbgrader's defaults).
+PRIVATE_DIRS = ("source", "release", "submitted", "autograded", "feedback")
+#: JupyterLab plugins and server extensions that students do not get (Assignment List and Validate stay).
+STUDENT_DISABLED_LABEXTENSIONS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
+                                  "@jupyter/nbgrader:course-list")
+STUDENT_DISABLED_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list")
+#: Unix user names set-up accepts (those of Debian's adduser, lower case).
+USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+UMASK = 0o077
+NOBODY = 65534
+#: Packages whose versions the users' environments take from this one: the hub and its single-user
+#: servers, the Jupyter stack the exchange and Formgrader run on, and what grading computes with.
+PINNED = ("jupyterhub", "jupyterlab", "jupyter-server", "jupyter-client", "notebook", "nbgrader", "nbconvert",
+          "nbformat", "nbclient", "ipykernel", "ipywidgets", "numpy", "matplotlib")
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class HubError(RuntimeError):
+    """Set-up, start or tear-down cannot go on; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the hub keeps everything, under one ``root`` folder."""
+
+    root: Path
+
+    @property
+    def course(self) -> Path:
+        return self.root / "course"
+
+    @property
+    def exchange(self) -> Path:
+        return self.course / "exchange"
+
+    @property
+    def course_exchange(self) -> Path:
+        return self.exchange / COURSE_ID
+
+    @property
+    def student_env(self) -> Path:
+        return self.root / "student-env"
+
+    @property
+    def instructor_env(self) -> Path:
+        return self.root / "instructor-env"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "jupyterhub"
+
+    @property
+    def settings(self) -> Path:
+        return self.state / "settings.json"
+
+    @property
+    def users_file(self) -> Path:
+        return self.state / "users.json"
+
+    @property
+    def hub_pid_file(self) -> Path:
+        return self.state / "jupyterhub.pid"
+
+    @property
+    def proxy_pid_file(self) -> Path:
+        return self.state / "proxy.pid"
+
+
+# ---- Unix users ------------------------------------------------------------------------------------
+
+def user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def create_user(name: str) -> bool:
+    """Create Unix user ``name`` with a private home (0700) and its own group; False if it already existed.
+
+    Raises
+    ------
+    HubError
+        If ``name`` is not a valid user name, or ``useradd`` fails.
+    """
+    if not USER_NAME.match(name):
+        raise HubError(f"user name {name!r} is not valid: lower-case letters, digits, '-' and '_', "
+                       "starting with a letter or '_', at most 32 characters")
+    if user_exists(name):
+        return False
+    done = subprocess.run(["useradd", "--create-home", "--user-group", "--shell", "/bin/bash", name],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise HubError(f"useradd {name} failed: {done.stderr.strip()}")
+    os.chmod(pwd.getpwnam(name).pw_dir, 0o700)
+    return True
+
+
+def user_processes(uid: int) -> list[int]:
+    """Ids of the processes whose real user id is ``uid`` (read from ``/proc``)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        uids = re.search(r"^Uid:\s+(\d+)", status, re.M)
+        if uids and int(uids.group(1)) == uid:
+            pids.append(int(entry.name))
+    return pids
+
+
+def end_processes(pids: list[int], timeout: float = 20) -> None:
+    """SIGTERM each process, wait up to ``timeout`` seconds for all to end, then SIGKILL the rest."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if Path(f"/proc/{pid}").exists()]
+        if alive:
+            time.sleep(0.2)
+    for pid in alive:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def remove_user(name: str) -> None:
+    """End the processes of Unix user ``name`` (by id), then remove the user, its group and its home."""
+    if not user_exists(name):
+        return
+    end_processes(user_processes(pwd.getpwnam(name).pw_uid))
+    done = subprocess.run(["userdel", "--remove", name], capture_output=True, text=True)
+    if done.returncode != 0 and user_exists(name):
+        raise HubError(f"userdel --remove {name} failed: {done.stderr.strip()}")
+
+
+def run_as(user: str, argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None,
+           check: bool = True, prefix: Path | None = None) -> subprocess.CompletedProcess:
+    """Run ``argv`` as Unix user ``user`` (its uid, group, no other groups, umask 077, its HOME).
+
+    Parameters
+    ----------
+    prefix : Path, optional
+        A Python environment whose ``bin/`` goes first on PATH (nbgrader shells out to ``alembic``).
+
+    Raises
+    ------
+    HubError
+        If ``check`` and the command exits non-zero; the message ends with its output.
+    """
+    account = pwd.getpwnam(user)
+    path = f"{prefix / 'bin'}:{SYSTEM_PATH}" if prefix else SYSTEM_PATH
+    environment = {"HOME": account.pw_dir, "USER": user, "LOGNAME": user, "PATH": path, "LANG": "C.UTF-8",
+                   "OPENBLAS_NUM_THREADS": "1", **(env or {})}
+    done = subprocess.run(argv, cwd=cwd or account.pw_dir, env=environment, user=account.pw_uid,
+                          group=account.pw_gid, extra_groups=[], umask=UMASK, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if check and done.returncode != 0:
+        raise HubError(f"`{' '.join(argv)}` as {user} failed:\n{done.stdout[-6000:]}")
+    return done
+
+
+def nbgrader_as(layout: Layout, user: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """``nbgrader ARGS`` as the instructor ``user`` in the course directory, with the instructor's environment."""
+    env = layout.instructor_env
+    return run_as(user, [str(env / "bin" / "python"), "-m", "nbgrader", *args], cwd=layout.course, check=check,
+                  prefix=env)
+
+
+# ---- the pieces --------------------------------------------------------------------------------------
+
+def render(template: str, **values: str) -> str:
+    """``hub/templates/<template>`` with ``$name`` placeholders filled in."""
+    return Template((HUB_FILES / "templates" / template).read_text()).substitute(values)
+
+
+def write_private(path: Path, text: str, owner: str | None = None, mode: int = 0o600) -> None:
+    path.write_text(text)
+    path.chmod(mode)
+    if owner:
+        shutil.chown(path, owner, pwd.getpwnam(owner).pw_gid)
+
+
+def shared_interpreter() -> Path:
+    """A Python of this version that every user can run: the users' environments are built on it.
+
+    This environment's own interpreter may live where only root can go (e.g.
+    pyenv in ``/root``); then the system's ``/usr/bin/python3.X`` is used.
+
+    Raises
+    ------
+    HubError
+        If no such interpreter exists.
+    """
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    candidates = [Path(sys.base_prefix) / "bin" / f"python{version}", Path("/usr/bin") / f"python{version}",
+                  Path("/usr/local/bin") / f"python{version}"]
+    for candidate in candidates:
+        try:
+            if subprocess.run([str(candidate), "-c", "import venv"], user=NOBODY, group=NOBODY, extra_groups=[],
+                              capture_output=True).returncode == 0:
+                return candidate
+        except OSError:  # missing, or not executable for that user
+            continue
+    raise HubError(f"no Python {version} that every user can run (tried {', '.join(map(str, candidates))}): "
+                   f"install Debian's python{version} (apt-get install python{version}-venv)")
+
+
+def pinned_versions() -> str:
+    """``name==version`` lines of this environment for :data:`PINNED`: the users' environments get the same.
+
+    Only these: the rest is left to pip, because the shared interpreter can be an
+    older patch release that some pinned helper packages no longer support.
+    """
+    freeze = subprocess.run([sys.executable, "-m", "pip", "freeze", "--exclude-editable"],
+                            capture_output=True, text=True, check=True).stdout
+    lines = [line for line in freeze.splitlines()
+             if line.split("==")[0].lower().replace("_", "-") in PINNED]
+    return "\n".join(lines) + "\n"
+
+
+def build_env(target: Path, requirements: list[str], stamp_inputs: list[str], log=print) -> bool:
+    """Make a venv at ``target`` with ``requirements`` at this environment's versions; False if it was up to date.
+
+    The venv is built on :func:`shared_interpreter` and filled by this
+    environment's pip (``pip --python``) with :func:`pinned_versions` as
+    constraints, so every server runs the hub's versions of the Jupyter stack.
+    It is rebuilt only when the constraints or ``stamp_inputs`` change.
+
+    Raises
+    ------
+    HubError
+        If pip fails.
+    """
+    freeze = pinned_versions()
+    stamp = hashlib.sha256("\0".join([freeze, *requirements, *stamp_inputs]).encode()).hexdigest()
+    stamp_file = target / ".attention-lab-stamp"
+    if stamp_file.exists() and stamp_file.read_text() == stamp:
+        return False
+    log(f"building {target} (pip, a minute or two) ...")
+    shutil.rmtree(target, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="attention-lab-env-") as scratch:
+        constraints = Path(scratch) / "constraints.txt"
+        constraints.write_text(freeze)
+        for step in ([str(shared_interpreter()), "-m", "venv", "--without-pip", str(target)],
+                     [sys.executable, "-m", "pip", "--python", str(target / "bin" / "python"), "install", "--quiet",
+                      "--disable-pip-version-check", "-c", str(constraints), *requirements]):
+            done = subprocess.run(step, capture_output=True, text=True, cwd=scratch)
+            if done.returncode != 0:
+                raise HubError(f"building {target} failed at `{' '.join(step)}`:\n{(done.stdout + done.stderr)[-4000:]}")
+    stamp_file.write_text(stamp)
+    return True
+
+
+def jupyter(env: Path, *args: str) -> None:
+    """Run ``jupyter ARGS`` of environment ``env`` (JupyterLab's and Jupyter Server's own configuration commands)."""
+    done = subprocess.run([str(env / "bin" / "jupyter"), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise HubError(f"`jupyter {' '.join(args)}` in {env} failed:\n{(done.stdout + done.stderr)[-4000:]}")
+
+
+def build_student_env(layout: Layout, log=print) -> None:
+    """Make ``student-env/``: the student edition, JupyterHub's single-user server, JupyterLab and nbgrader.
+
+    Nothing of ``autograder`` or ``source/`` is in it (the student edition's build
+    refuses them). Formgrader, Create Assignment and the Course List are disabled
+    for everyone using it with JupyterLab's and Jupyter Server's own commands
+    (``--sys-prefix`` level, owned by root); the exchange is configured in its
+    ``etc/jupyter/nbgrader_config.py``.
+
+    Raises
+    ------
+    HubError
+        If pip or one of the configuration commands fails.
+    """
+    env = layout.student_env
+    config = render("student_nbgrader_config.py", course_id=COURSE_ID, exchange=str(layout.exchange))
+    with tempfile.TemporaryDirectory(prefix="attention-lab-student-") as scratch:
+        edition = student_build.build(Path(scratch) / "edition")
+        digest = hashlib.sha256()
+        for path in sorted(p for p in edition.rglob("*") if p.is_file()):
+            digest.update(str(path.relative_to(edition)).encode() + path.read_bytes())
+        build_env(env, ["jupyterhub", str(edition)], [digest.hexdigest()], log=log)
+    # applied every time (cheap, idempotent), so that a changed setting reaches an existing environment;
+    # locked, so that a student's own settings cannot switch them on again
+    jupyter(env, "labextension", "disable", "--level=sys_prefix", *STUDENT_DISABLED_LABEXTENSIONS)
+    jupyter(env, "labextension", "lock", "--level=sys_prefix", *STUDENT_DISABLED_LABEXTENSIONS)
+    for name in STUDENT_DISABLED_SERVER_EXTENSIONS:
+        jupyter(env, "server", "extension", "disable", "--sys-prefix", name)
+    (env / "etc" / "jupyter" / "nbgrader_config.py").write_text(config)
+    settings = env / "share" / "jupyter" / "lab" / "settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    # JupyterLab's defaults for everyone on this environment: no "news" pop-up covering the page
+    (settings / "overrides.json").write_text(json.dumps(
+        {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}, indent=2))
+    subprocess.run(["chmod", "-R", "a+rX,go-w", str(env)], check=True)
+
+
+def build_instructor_env(layout: Layout, log=print) -> None:
+    """Make ``instructor-env/``: this repository installed editable (grader, Formgrader, Create Assignment).
+
+    A venv of its own because this one's interpreter may be unreadable for the
+    instructor's Unix user; it imports ``autograder`` from the repository, so
+    grading always runs the checked-out grader.
+    """
+    env = layout.instructor_env
+    if build_env(env, ["-e", str(REPO)], [(REPO / "pyproject.toml").read_text()], log=log):
+        subprocess.run(["chmod", "-R", "a+rX,go-w", str(env)], check=True)
+
+
+def prepare_course(layout: Layout, instructor: str) -> None:
+    """Create or repair the course directory and the exchange with the modes in this module's table.
+
+    Existing content is kept: ``source/`` is copied from the repository and
+    ``nbgrader_config.py`` written only when missing.
+    """
+    owner = pwd.getpwnam(instructor)
+    course = layout.course
+    course.mkdir(parents=True, exist_ok=True)
+    if not (course / "source").exists():
+        shutil.copytree(REPO / "source", course / "source",
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    for name in PRIVATE_DIRS:
+        (course / name).mkdir(exist_ok=True)
+    config = course / "nbgrader_config.py"
+    if not config.exists():
+        config.write_text(render("course_nbgrader_config.py", pipeline=str(REPO / "nbgrader_config.py"),
+                                 course=str(course), course_id=COURSE_ID, exchange=str(layout.exchange)))
+    for name in (*PRIVATE_DIRS, "nbgrader_config.py"):
+        subprocess.run(["chown", "-R", f"{owner.pw_uid}:{owner.pw_gid}", str(course / name)], check=True)
+        subprocess.run(["chmod", "-R", "go-rwx", str(course / name)], check=True)
+    exchange_modes = [(layout.exchange, 0o1777), (layout.course_exchange, 0o755),
+                      (layout.course_exchange / "outbound", 0o755), (layout.course_exchange / "inbound", 0o3733),
+                      (layout.course_exchange / "feedback", 0o711)]
+    for path, mode in [(course, 0o711), *exchange_modes]:
+        path.mkdir(exist_ok=True)
+        os.chown(path, owner.pw_uid, owner.pw_gid)
+        path.chmod(mode)
+    home = Path(owner.pw_dir)
+    (home / ".jupyter").mkdir(exist_ok=True)
+    shutil.chown(home / ".jupyter", instructor, owner.pw_gid)
+    write_private(home / ".jupyter" / "nbgrader_config.py",
+                  render("instructor_nbgrader_config.py", course=str(course)), owner=instructor)
+
+
+def add_students_to_gradebook(layout: Layout, instructor: str, students: list[str], roster: Path | None) -> None:
+    """Put the class in the gradebook (``nbgrader db student add`` / ``import``), as the instructor."""
+    if roster is not None:
+        copy = layout.course / "roster.csv"
+        shutil.copy(roster, copy)
+        os.chown(copy, pwd.getpwnam(instructor).pw_uid, pwd.getpwnam(instructor).pw_gid)
+        copy.chmod(0o600)
+        nbgrader_as(layout, instructor, "db", "student", "import", str(copy))
+    known = nbgrader_as(layout, instructor, "db", "student", "list").stdout
+    for student in students:
+        if not re.search(rf"^{re.escape(student)} \(", known, re.M):
+            nbgrader_as(layout, instructor, "db", "student", "add", student)
+
+
+def roster_ids(roster: Path) -> list[str]:
+    """The ``id`` column of an nbgrader roster CSV (``id,first_name,last_name,email,lms_user_id``)."""
+    import csv
+
+    with open(roster, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    if not rows or "id" not in rows[0]:
+        raise HubError(f"{roster} has no 'id' column (nbgrader's roster: id,first_name,last_name,email,lms_user_id)")
+    return [row["id"].strip() for row in rows if row["id"].strip()]
+
+
+def load_json(path: Path, default):
+    return json.loads(path.read_text()) if path.exists() else default
+
+
+def setup(root: Path, instructor: str, students: list[str], roster: Path | None = None, log=print) -> dict:
+    """Set up the class under ``root``: users, students' environment, course directory, exchange, hub settings.
+
+    Safe to run again (after adding students, or to repair modes); existing Unix
+    users are used as they are and are never removed by :func:`teardown`.
+
+    Parameters
+    ----------
+    root : Path
+        Folder for everything (see the module's table); created if missing.
+    instructor : str
+        Unix user name of the instructor (JupyterHub admin, owner of the course).
+    students : list of str
+        Unix user names of the students (added to the roster's, if any).
+    roster : Path, optional
+        nbgrader roster CSV (``id,first_name,last_name,email,lms_user_id``), imported into the gradebook.
+
+    Returns
+    -------
+    dict
+        The hub's settings (also written to ``jupyterhub/settings.json``).
+
+    Raises
+    ------
+    HubError
+        If not run as root, a name is invalid or used twice, or a step fails.
+    """
+    if os.geteuid() != 0:
+        raise HubError("the hub's set-up creates Unix users and files for them: run it as root")
+    students = list(dict.fromkeys([*(roster_ids(roster) if roster else []), *students]))
+    if not students:
+        raise HubError("no students: give --students NAME ... or --roster FILE")
+    if instructor in students:
+        raise HubError(f"{instructor!r} cannot be both the instructor and a student")
+    layout = Layout(root.resolve())
+    layout.root.mkdir(parents=True, exist_ok=True)
+    layout.root.chmod(0o755)
+    layout.state.mkdir(exist_ok=True)
+    layout.state.chmod(0o700)
+    users = load_json(layout.users_file, {"created": []})
+    for name in [instructor, *students]:
+        if create_user(name):
+            users["created"].append(name)
+            log(f"created Unix user {name}")
+    write_private(layout.users_file, json.dumps(users, indent=2))
+    with ThreadPoolExecutor(max_workers=2) as pool:  # two pip runs side by side: set-up's slow part
+        for build in [pool.submit(build_student_env, layout, log), pool.submit(build_instructor_env, layout, log)]:
+            build.result()
+    prepare_course(layout, instructor)
+    add_students_to_gradebook(layout, instructor, students, roster)
+    passwords = load_json(layout.state / "passwords.json", None) or {
+        "students": secrets.token_urlsafe(12), "instructor": secrets.token_urlsafe(32)}
+    write_private(layout.state / "passwords.json", json.dumps(passwords, indent=2))
+    settings = {"course": str(layout.course), "exchange": str(layout.exchange), "course_id": COURSE_ID,
+                "instructor": instructor, "students": students, "student_env": str(layout.student_env),
+                "instructor_env": str(layout.instructor_env), "state": str(layout.state), "umask": UMASK,
+                "passwords": passwords}
+    write_private(layout.settings, json.dumps(settings, indent=2))
+    if REPO.stat().st_mode & 0o005:
+        log(f"warning: students can read {REPO} (solutions in source/, references in autograder/); "
+            f"make it readable for the instructor and root only, e.g. `chmod o-rwx {REPO}`")
+    return settings
+
+
+# ---- running the hub ---------------------------------------------------------------------------------
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def hub_command(layout: Layout, port: int = 0) -> tuple[list[str], dict[str, str]]:
+    """The ``jupyterhub`` command line and environment for the hub of ``layout``, on 127.0.0.1.
+
+    ``port`` 0 picks a free port; the hub's own API and the proxy's API get free
+    ports too, so that several hubs (or tests) can run on one machine.
+    """
+    if not layout.settings.exists():
+        raise HubError(f"{layout.root} is not set up: run `python -m autograder.hub setup --root {layout.root} ...`")
+    command = [str(Path(sys.prefix) / "bin" / "jupyterhub"), "-f", str(HUB_FILES / "jupyterhub_config.py"),
+               f"--JupyterHub.bind_url=http://127.0.0.1:{port or free_port()}",
+               f"--JupyterHub.hub_port={free_port()}",
+               f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{free_port()}"]
+    env = dict(os.environ, ATTENTION_LAB_HUB_SETTINGS=str(layout.settings),
+               PATH=f"{Path(sys.prefix) / 'bin'}:{os.environ.get('PATH', SYSTEM_PATH)}")
+    return command, env
+
+
+def check_proxy() -> None:
+    if shutil.which("configurable-http-proxy") is None:
+        raise HubError("configurable-http-proxy is not installed: `npm install -g configurable-http-proxy` "
+                       "(`make hub` does this when run as root)")
+
+
+def start(root: Path, port: int = 0) -> None:
+    """Run the hub in the foreground (this process becomes ``jupyterhub``); print how to log in first."""
+    check_proxy()
+    layout = Layout(root.resolve())
+    command, env = hub_command(layout, port)
+    settings = json.loads(layout.settings.read_text())
+    url = command[3].split('=', 1)[1]
+    print(f"\nAttention Lab hub: {url}/  (Ctrl-C stops it)\n"
+          f"  instructor {settings['instructor']}  password {settings['passwords']['instructor']}\n"
+          f"  students   {', '.join(settings['students'])}  password {settings['passwords']['students']}\n"
+          f"  (the passwords are in {layout.state / 'passwords.json'})\n",
+          flush=True)
+    os.chdir(layout.state)
+    os.execve(command[0], command, env)
+
+
+def stop(layout: Layout) -> None:
+    """Stop a hub of ``layout`` still running (and its proxy), by the ids in their pid files."""
+    for pid_file in (layout.hub_pid_file, layout.proxy_pid_file):
+        try:
+            pid = int(pid_file.read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if Path(f"/proc/{pid}").exists():
+            end_processes([pid])
+
+
+def teardown(root: Path, purge: bool = False, log=print) -> None:
+    """Stop the hub if it runs, remove the Unix users set-up created (and their homes); ``purge`` removes ``root`` too.
+
+    Users that existed before set-up are left alone. Without ``purge`` the
+    course directory (gradebook, submissions) stays.
+    """
+    if os.geteuid() != 0:
+        raise HubError("tear-down removes Unix users: run it as root")
+    layout = Layout(root.resolve())
+    stop(layout)
+    users = load_json(layout.users_file, {"created": []})
+    for name in list(users["created"]):
+        remove_user(name)
+        users["created"].remove(name)
+        log(f"removed Unix user {name}")
+    if purge:
+        shutil.rmtree(layout.root, ignore_errors=True)
+        log(f"removed {layout.root}")
+    elif layout.state.exists():
+        write_private(layout.users_file, json.dumps(users, indent=2))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.hub", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name in ("setup", "up"):
+        sub = commands.add_parser(name, help="set up the class" + (" and start the hub" if name == "up" else ""))
+        sub.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+        sub.add_argument("--instructor", default="instructor")
+        sub.add_argument("--students", nargs="*", default=[])
+        sub.add_argument("--roster", type=Path, help="nbgrader roster CSV: id,first_name,last_name,email,lms_user_id")
+        if name == "up":
+            sub.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    sub = commands.add_parser("start", help="start the hub of a set-up class (foreground)")
+    sub.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    sub.add_argument("--port", type=int, default=0)
+    sub = commands.add_parser("teardown", help="stop the hub and remove the Unix users set-up created")
+    sub.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    sub.add_argument("--purge", action="store_true", help="also delete the root folder (course, gradebook, exchange)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command in ("setup", "up"):
+            setup(args.root, args.instructor, args.students, args.roster)
+            if args.command == "up":
+                start(args.root, args.port)
+        elif args.command == "start":
+            start(args.root, args.port)
+        else:
+            teardown(args.root, args.purge)
+    except HubError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
