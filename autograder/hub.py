@@ -509,10 +509,15 @@ def setup(root: Path, instructor: str, students: list[str], roster: Path | None 
                 "instructor_env": str(layout.instructor_env), "state": str(layout.state), "umask": UMASK,
                 "passwords": passwords}
     write_private(layout.settings, json.dumps(settings, indent=2))
-    if REPO.stat().st_mode & 0o005:
-        log(f"warning: students can read {REPO} (solutions in source/, references in autograder/); "
-            f"make it readable for the instructor and root only, e.g. `chmod o-rwx {REPO}`")
+    if readable_by_others(REPO / "nbgrader_config.py"):
+        log(f"warning: every user can read {REPO} (solutions in source/, references in autograder/); "
+            f"students need nothing from it: `chgrp -R {instructor} {REPO} && chmod -R o-rwx {REPO}`")
     return settings
+
+
+def readable_by_others(path: Path) -> bool:
+    """Whether a user with no rights of its own (nobody) can read ``path``."""
+    return subprocess.run(["test", "-r", str(path)], user=NOBODY, group=NOBODY, extra_groups=[]).returncode == 0
 
 
 # ---- running the hub ---------------------------------------------------------------------------------
@@ -551,6 +556,10 @@ def start(root: Path, port: int = 0) -> None:
     """Run the hub in the foreground (this process becomes ``jupyterhub``); print how to log in first."""
     check_proxy()
     layout = Layout(root.resolve())
+    running = running_pid(layout.hub_pid_file, "jupyterhub")
+    if running:
+        raise HubError(f"the hub of {layout.root} already runs (process {running}); stop it first (Ctrl-C there, "
+                       f"or `python -m autograder.hub teardown --root {layout.root}`)")
     command, env = hub_command(layout, port)
     settings = json.loads(layout.settings.read_text())
     url = command[3].split('=', 1)[1]
@@ -563,14 +572,24 @@ def start(root: Path, port: int = 0) -> None:
     os.execve(command[0], command, env)
 
 
+def running_pid(pid_file: Path, program: str) -> int | None:
+    """The process id in ``pid_file`` if that process still runs ``program``, else None.
+
+    A pid file left by a crash may name a process id that is now someone else's: its command line tells.
+    """
+    try:
+        pid = int(pid_file.read_text().strip())
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return pid if program.encode() in command else None
+
+
 def stop(layout: Layout) -> None:
     """Stop a hub of ``layout`` still running (and its proxy), by the ids in their pid files."""
-    for pid_file in (layout.hub_pid_file, layout.proxy_pid_file):
-        try:
-            pid = int(pid_file.read_text().strip())
-        except (OSError, ValueError):
-            continue
-        if Path(f"/proc/{pid}").exists():
+    for pid_file, program in ((layout.hub_pid_file, "jupyterhub"), (layout.proxy_pid_file, "configurable-http-proxy")):
+        pid = running_pid(pid_file, program)
+        if pid:
             end_processes([pid])
 
 

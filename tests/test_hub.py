@@ -3,8 +3,9 @@
 One run of a class: the instructor releases assignment 1 in Formgrader; student A logs in, fetches it
 in the Assignment List, fills in the answers (the source's solution cells), saves and submits; the
 instructor sets a due date, student B submits after it (nbgrader's own commands, as that Unix user);
-the instructor collects, autogrades with this course's nbgrader_config.py (the sandboxed pipeline),
-generates and releases feedback; A fetches it and reads it. Then: B's late submission lost nbgrader's
+the instructor collects in Formgrader, autogrades with this course's nbgrader_config.py (the sandboxed
+pipeline; A in Formgrader, B with `nbgrader autograde`), generates and releases feedback in
+Formgrader; A fetches it and reads it. Then: B's late submission lost nbgrader's
 late penalty, the Canvas and Moodle CSVs hold the right numbers, A can read neither the course
 directory nor B's work (as the Unix user, and through A's own Jupyter server), and A's server shows no
 Formgrader or Create Assignment while the instructor's does.
@@ -97,7 +98,8 @@ def class_hub(phases):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     tag = secrets.token_hex(3)  # fresh names: two runs on one machine never share users
     instructor, a, b = f"al{tag}-teach", f"al{tag}-a", f"al{tag}-b"
-    root = Path(tempfile.mkdtemp(prefix="attention-lab-hub-"))
+    # in memory where there is a tmpfs: two environments (~1.2 GB of small files) build and go faster
+    root = Path(tempfile.mkdtemp(prefix="attention-lab-hub-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
     process = log = None
     try:
         settings = hub.setup(root, instructor, [a, b], log=lambda line: None)
@@ -118,6 +120,7 @@ def class_hub(phases):
         if log is not None:
             log.close()
         hub.teardown(root, purge=True, log=lambda line: None)
+        phases.done("teardown (hub stopped, users and folder removed)")
 
 
 def wait_for_hub(base: str, process: subprocess.Popen, timeout: float = 180) -> None:
@@ -192,10 +195,14 @@ def answers() -> dict[int, str]:
 
 
 def formgrader_action(page, assignment: str, column: str) -> None:
-    """Click a Manage Assignments button of ``assignment`` (column ``assign``, ``release``, ...) and close its
-    success dialog; fail with the dialog's text when nbgrader reports an error."""
+    """Click a Manage Assignments button of ``assignment`` (column ``assign``, ``release``, ...), close its dialog."""
     row = page.locator("#main-table tr", has=page.locator(f"td.name[data-order='{assignment}']"))
-    row.locator(f"td.{column} a").click()
+    row.locator(f"td.{column} a").click(timeout=WAIT)
+    close_dialog(page)
+
+
+def close_dialog(page) -> None:
+    """Wait for Formgrader's result dialog, fail with its text when nbgrader reports an error, close it."""
     dialog = page.locator("#success-modal, #error-modal").last
     expect(dialog).to_be_visible(timeout=WAIT)
     assert dialog.get_attribute("id") == "success-modal", dialog.inner_text()
@@ -279,15 +286,23 @@ def test_a_class_on_the_hub_from_release_to_feedback(class_hub, browser, phases)
     hub.run_as(b, [str(student_env / "bin" / "nbgrader"), "submit", ASSIGNMENT], prefix=student_env)
     phases.done("due date set; student B fetches and submits late (commands)")
 
-    # ---- the instructor collects, autogrades (sandboxed pipeline), generates and releases feedback ----
-    for step in (["collect", ASSIGNMENT], ["autograde", ASSIGNMENT], ["generate_feedback", ASSIGNMENT],
-                 ["release_feedback", ASSIGNMENT]):
-        hub.nbgrader_as(layout, teacher, *step)
+    # ---- the instructor collects, autogrades (the sandboxed pipeline), generates and releases feedback:
+    # A's submission through Formgrader (grading inside the instructor's server), B's with nbgrader's command ----
+    teacher_page.goto(f"{base}/user/{teacher}/formgrader")
+    formgrader_action(teacher_page, ASSIGNMENT, "collect")
+    teacher_page.goto(f"{base}/user/{teacher}/formgrader/manage_submissions/{ASSIGNMENT}")
+    row = teacher_page.locator("tr", has_text=a)
+    row.locator("td.autograde a").click(timeout=WAIT)
+    close_dialog(teacher_page)
+    hub.nbgrader_as(layout, teacher, "autograde", ASSIGNMENT, f"--student={b}")
+    teacher_page.goto(f"{base}/user/{teacher}/formgrader")
+    formgrader_action(teacher_page, ASSIGNMENT, "generate-feedback")
+    formgrader_action(teacher_page, ASSIGNMENT, "release-feedback")
     for student in (a, b):
         graded = nbformat.read(course / "autograded" / student / ASSIGNMENT / NOTEBOOK, as_version=4)
         # written by autograder.sandbox.SandboxedExecute: the notebook ran in the bubblewrap sandbox
         assert graded.metadata["attention_lab"]["execution"]["status"] == "ok", graded.metadata["attention_lab"]
-    phases.done("instructor collects, autogrades, releases feedback (commands)")
+    phases.done("instructor collects, autogrades, releases feedback (Formgrader; B's autograde a command)")
 
     from nbgrader.api import Gradebook
 
@@ -332,6 +347,11 @@ def test_a_class_on_the_hub_from_release_to_feedback(class_hub, browser, phases)
         assert done.returncode != 0 and "Permission denied" in done.stderr, f"{a} could {what}: {done.stdout[:200]}"
     released_copy = denied(a, "cat", str(exchange / "outbound" / ASSIGNMENT / NOTEBOOK))
     assert released_copy.returncode == 0 and '"nbgrader"' in released_copy.stdout  # the same user reads what is released
+    # students' Python has no grader in it; folders the servers made are private (the spawner's umask 077)
+    no_grader = denied(a, str(layout.student_env / "bin" / "python"), "-I", "-c", "import autograder")  # -I: not cwd
+    assert no_grader.returncode != 0 and "No module named 'autograder'" in no_grader.stderr
+    assert (course / "release" / ASSIGNMENT).stat().st_mode & 0o077 == 0  # made by the instructor's Formgrader
+    assert Path(f"/home/{a}").stat().st_mode & 0o077 == 0  # A's fetched copy keeps the exchange's 0755: the home guards it
 
     # ... and through A's own Jupyter server: links in A's home lead nowhere but to what is released
     links = {"peek-course": course, "peek-submitted-b": course / "submitted" / b, "peek-home-b": b_home,
