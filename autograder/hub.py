@@ -22,7 +22,8 @@ path                    mode   why
                                sticky bit stops anyone renaming or removing the course's folder in it
 ``exchange/<course>/``  0755   ``outbound/`` 0755 (released assignments, readable by everyone),
                                ``inbound/`` 3733 (students create submissions but cannot list them or
-                               remove others'; setgid gives them the instructor's group),
+                               remove others'; setgid gives them the instructor's group; collect takes
+                               only genuine ones, :mod:`autograder.hub_exchange`),
                                ``feedback/`` 0711 (files named by a per-submission secret)
 ``student-env/``        0755   students' Python: the student edition (no grader, no solutions),
                                JupyterLab and nbgrader without Formgrader or Create Assignment
@@ -522,11 +523,16 @@ def readable_by_others(path: Path) -> bool:
 
 # ---- running the hub ---------------------------------------------------------------------------------
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def free_ports(count: int) -> list[int]:
+    """``count`` different TCP ports on 127.0.0.1 that nothing listens on right now."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:  # all bound at once, so the system hands out different ports
+            probe.bind(("127.0.0.1", 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
 
 
 def hub_command(layout: Layout, port: int = 0) -> tuple[list[str], dict[str, str]]:
@@ -537,10 +543,11 @@ def hub_command(layout: Layout, port: int = 0) -> tuple[list[str], dict[str, str
     """
     if not layout.settings.exists():
         raise HubError(f"{layout.root} is not set up: run `python -m autograder.hub setup --root {layout.root} ...`")
+    public, hub_api, proxy_api = free_ports(3)
     command = [str(Path(sys.prefix) / "bin" / "jupyterhub"), "-f", str(HUB_FILES / "jupyterhub_config.py"),
-               f"--JupyterHub.bind_url=http://127.0.0.1:{port or free_port()}",
-               f"--JupyterHub.hub_port={free_port()}",
-               f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{free_port()}"]
+               f"--JupyterHub.bind_url=http://127.0.0.1:{port or public}",
+               f"--JupyterHub.hub_port={hub_api}",
+               f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{proxy_api}"]
     env = dict(os.environ, ATTENTION_LAB_HUB_SETTINGS=str(layout.settings),
                PATH=f"{Path(sys.prefix) / 'bin'}:{os.environ.get('PATH', SYSTEM_PATH)}")
     return command, env

@@ -3,7 +3,8 @@
 One run of a class: the instructor releases assignment 1 in Formgrader; student A logs in, fetches it
 in the Assignment List, fills in the answers (the source's solution cells), saves and submits; the
 instructor sets a due date, student B submits after it (nbgrader's own commands, as that Unix user);
-the instructor collects in Formgrader, autogrades with this course's nbgrader_config.py (the sandboxed
+A plants a newer "submission" in B's name and links the solutions in as its own; the instructor
+collects in Formgrader (each student's own genuine submission, the forgeries set aside), autogrades with this course's nbgrader_config.py (the sandboxed
 pipeline; A in Formgrader, B with `nbgrader autograde`), generates and releases feedback in
 Formgrader; A fetches it and reads it. Then: B's late submission lost nbgrader's
 late penalty, the Canvas and Moodle CSVs hold the right numbers, A can read neither the course
@@ -256,6 +257,7 @@ def test_a_class_on_the_hub_from_release_to_feedback(class_hub, browser, phases)
     fetched = page.locator("#fetched_assignments_list")
     expect(fetched).to_contain_text(ASSIGNMENT, timeout=WAIT)
     fetched.locator("a.assignment-notebooks-link", has_text=ASSIGNMENT).click()
+    expect(fetched.locator(".nested_list_item button", has_text="Validate")).to_be_visible(timeout=WAIT)
     fetched.locator(".nested_list_item a", has_text=NB_NAME).click()
     notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     cells = notebook.locator(".jp-Cell")
@@ -286,6 +288,16 @@ def test_a_class_on_the_hub_from_release_to_feedback(class_hub, browser, phases)
     hub.run_as(b, [str(student_env / "bin" / "nbgrader"), "submit", ASSIGNMENT], prefix=student_env)
     phases.done("due date set; student B fetches and submits late (commands)")
 
+    # ---- A tries what nbgrader's own collect would take: a newer "submission" in B's name (the untouched
+    # release), and a link to the course's source folder (the solutions) as A's own newest submission ----
+    later = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    inbound = exchange / "inbound"
+    forged = inbound / f"{b}+{ASSIGNMENT}+{later}+forged"
+    for command in (["mkdir", forged], ["cp", exchange / "outbound" / ASSIGNMENT / NOTEBOOK, forged / NOTEBOOK],
+                    ["sh", "-c", 'printf %s "$1" > "$2"', "sh", later, forged / "timestamp.txt"],
+                    ["ln", "-s", course / "source" / ASSIGNMENT, inbound / f"{a}+{ASSIGNMENT}+{later}+solutions"]):
+        assert denied(a, *map(str, command)).returncode == 0, command
+
     # ---- the instructor collects, autogrades (the sandboxed pipeline), generates and releases feedback:
     # A's submission through Formgrader (grading inside the instructor's server), B's with nbgrader's command ----
     teacher_page.goto(f"{base}/user/{teacher}/formgrader")
@@ -298,6 +310,13 @@ def test_a_class_on_the_hub_from_release_to_feedback(class_hub, browser, phases)
     teacher_page.goto(f"{base}/user/{teacher}/formgrader")
     formgrader_action(teacher_page, ASSIGNMENT, "generate-feedback")
     formgrader_action(teacher_page, ASSIGNMENT, "release-feedback")
+    # what was collected is each student's own latest genuine submission; A's two folders were set aside
+    first_answer_cell, first_answer = next(iter(answers().items()))
+    for student in (a, b):
+        collected = course / "submitted" / student / ASSIGNMENT / NOTEBOOK
+        assert nbformat.read(collected, as_version=4).cells[first_answer_cell].source == first_answer, student
+        assert "### BEGIN SOLUTION" not in collected.read_text(), student
+    assert len([p for p in inbound.iterdir() if p.name.startswith("quarantined-")]) == 2
     for student in (a, b):
         graded = nbformat.read(course / "autograded" / student / ASSIGNMENT / NOTEBOOK, as_version=4)
         # written by autograder.sandbox.SandboxedExecute: the notebook ran in the bubblewrap sandbox

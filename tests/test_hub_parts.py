@@ -13,6 +13,7 @@ from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder import hub
+from autograder.hub_exchange import copy_without_links, submission_problem
 from autograder.late_penalty import PercentPerDayLate
 from autograder.lms_export import CanvasExportPlugin, MoodleExportPlugin
 
@@ -113,6 +114,7 @@ def test_course_config_loads_the_grading_pipeline_and_sets_exchange_and_late_pol
     assert config.Exchange.root == str(course / "exchange")
     assert config.CourseDirectory.root == str(course)
     assert config.AssignLatePenalties.plugin_class == "autograder.late_penalty.PercentPerDayLate"
+    assert config.ExchangeFactory.collect == "autograder.hub_exchange.VerifiedCollect"
     # the repository's pipeline came along: nbgrader's Execute is replaced by the sandboxed one
     assert "SandboxedExecute" in [p.__name__ for p in config.Autograde.autograde_preprocessors]
 
@@ -138,3 +140,70 @@ def test_invalid_user_names_are_refused_before_anything_is_created():
     for name in ("Root", "1abc", "a b", "x" * 33, "../etc"):
         with pytest.raises(hub.HubError, match="not valid"):
             hub.create_user(name)
+
+
+def me() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+def test_only_genuine_inbound_folders_are_submissions(tmp_path):
+    stamp = "2026-12-01 09:19:44.909505 UTC"
+    genuine = tmp_path / f"{me()}+a1+{stamp}+r4nd"
+    (genuine / "sub").mkdir(parents=True)
+    (genuine / "nb.ipynb").write_text("{}")
+    assert submission_problem(genuine) is None
+    someone_else = tmp_path / f"not-{me()}+a1+{stamp}+r4nd"
+    someone_else.mkdir()
+    assert "claims to be not-" in submission_problem(someone_else)
+    link = tmp_path / f"{me()}+a1+{stamp}+link"
+    link.symlink_to(genuine)
+    assert "symbolic link" in submission_problem(link)
+    inner = tmp_path / f"{me()}+a1+{stamp}+inner"
+    inner.mkdir()
+    (inner / "nb.ipynb").symlink_to(genuine / "nb.ipynb")
+    assert "nb.ipynb is not a plain file" in submission_problem(inner)
+    assert "does not parse" in submission_problem(tmp_path / f"{me()}+a1+yesterday-ish+x")
+    assert "name is not" in submission_problem(tmp_path / "just-a-name")
+
+
+class Log:
+    def __init__(self):
+        self.lines = []
+
+    def warning(self, message, *args):
+        self.lines.append(message % args)
+
+
+def test_collect_copy_never_follows_links_and_keeps_nbgrader_limits(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the solutions")
+    src = tmp_path / "submission"
+    (src / "sub").mkdir(parents=True)
+    (src / "nb.ipynb").write_text('{"cells": []}')
+    (src / "sub" / "notes.txt").write_text("mine")
+    (src / "stolen.ipynb").symlink_to(secret)
+    (src / "stolen-dir").symlink_to(tmp_path)
+    (src / "big.bin").write_bytes(b"x" * 3000)
+    os.mkfifo(src / "pipe")
+    (src / "ignored.pyc").write_text("")
+    log = Log()
+    fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        from nbgrader.utils import ignore_patterns
+
+        copy_without_links(fd, str(src), tmp_path / "out", ignore_patterns(exclude=["*.pyc"], max_file_size=2),
+                           [10_000], log)
+    finally:
+        os.close(fd)
+    copied = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*"))
+    assert copied == ["nb.ipynb", "sub", "sub/notes.txt"]  # no link followed, no pipe, nothing over 2 kB, no .pyc
+    assert (tmp_path / "out" / "sub" / "notes.txt").read_text() == "mine"
+    assert sum("Not collecting" in line for line in log.lines) == 3  # the two links and the pipe
+    fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(RuntimeError, match="too big"):
+            copy_without_links(fd, str(src), tmp_path / "out2", lambda d, names: [], [100], log)
+    finally:
+        os.close(fd)

@@ -20,6 +20,9 @@ load_subconfig(PIPELINE)  # noqa: F821
 c.CourseDirectory.root = "$course"
 c.CourseDirectory.course_id = "$course_id"
 c.Exchange.root = "$exchange"
+# nbgrader's collect trusts inbound folders' names and follows links in them: a student could submit in
+# another's name, or link the solutions in as their submission. This one sets such folders aside.
+c.ExchangeFactory.collect = "autograder.hub_exchange.VerifiedCollect"
 
 # Late submissions: nbgrader compares each submission's timestamp with the assignment's due date
 # (set it in Formgrader or with `nbgrader db assignment add NAME --duedate="YYYY-MM-DD HH:MM:SS UTC"`)
