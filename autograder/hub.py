@@ -28,7 +28,7 @@ path                    mode   why
 ``student-env/``        0755   students' Python: the student edition (no grader, no solutions),
                                JupyterLab and nbgrader without Formgrader or Create Assignment
 ``instructor-env/``     0755   the instructor's Python: this repository, installed editable
-``jupyterhub/``         0700   the hub's settings, passwords, database, cookie secret, logs (root)
+``jupyterhub/``         0700   the hub's settings, passwords, database, cookie secret, pid files (root)
 ======================  =====  =====================================================================
 
 nbgrader gives what it writes modes of its own (a collected submission's
@@ -39,55 +39,36 @@ The exchange's modes are set by nbgrader where students need them.
 
 The repository itself stays the instructor's: students' servers run from
 ``student-env/`` and need nothing from it, so keep the checkout unreadable for
-them (``chmod o-rwx``); set-up warns when it is not.
+them (``chmod o-rwx``); set-up warns when it is not. The Unix users are
+:mod:`autograder.hub_users`, the two environments :mod:`autograder.hub_envs`.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import pwd
 import re
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from string import Template
 
-from autograder import student_build
 from autograder.grading import COURSE_ID
+from autograder.hub_envs import build_instructor_env, build_student_env, render
+from autograder.hub_users import (NOBODY, SYSTEM_PATH, UMASK, HubError, create_user, end_processes, remove_user,
+                                  run_as)
 
 REPO = Path(__file__).resolve().parent.parent
 HUB_FILES = REPO / "hub"
 DEFAULT_ROOT = Path("/srv/attention-lab")
 #: Folders of the course directory that only the instructor may enter (nbgrader's defaults).
 PRIVATE_DIRS = ("source", "release", "submitted", "autograded", "feedback")
-#: JupyterLab plugins and server extensions that students do not get (Assignment List and Validate stay).
-STUDENT_DISABLED_LABEXTENSIONS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
-                                  "@jupyter/nbgrader:course-list")
-STUDENT_DISABLED_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list")
-#: Unix user names set-up accepts (those of Debian's adduser, lower case).
-USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
-UMASK = 0o077
-NOBODY = 65534
-#: Packages whose versions the users' environments take from this one: the hub and its single-user
-#: servers, the Jupyter stack the exchange and Formgrader run on, and what grading computes with.
-PINNED = ("jupyterhub", "jupyterlab", "jupyter-server", "jupyter-client", "notebook", "nbgrader", "nbconvert",
-          "nbformat", "nbclient", "ipykernel", "ipywidgets", "numpy", "matplotlib")
-SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
-
-
-class HubError(RuntimeError):
-    """Set-up, start or tear-down cannot go on; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +79,7 @@ class Layout:
 
     @property
     def course(self) -> Path:
+        """The nbgrader course directory; the other properties are the folders and files named in the table."""
         return self.root / "course"
 
     @property
@@ -137,109 +119,6 @@ class Layout:
         return self.state / "proxy.pid"
 
 
-# ---- Unix users ------------------------------------------------------------------------------------
-
-def user_exists(name: str) -> bool:
-    try:
-        pwd.getpwnam(name)
-        return True
-    except KeyError:
-        return False
-
-
-def create_user(name: str) -> bool:
-    """Create Unix user ``name`` with a private home (0700) and its own group; False if it already existed.
-
-    Raises
-    ------
-    HubError
-        If ``name`` is not a valid user name, or ``useradd`` fails.
-    """
-    if not USER_NAME.match(name):
-        raise HubError(f"user name {name!r} is not valid: lower-case letters, digits, '-' and '_', "
-                       "starting with a letter or '_', at most 32 characters")
-    if user_exists(name):
-        return False
-    done = subprocess.run(["useradd", "--create-home", "--user-group", "--shell", "/bin/bash", name],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise HubError(f"useradd {name} failed: {done.stderr.strip()}")
-    os.chmod(pwd.getpwnam(name).pw_dir, 0o700)
-    return True
-
-
-def user_processes(uid: int) -> list[int]:
-    """Ids of the processes whose real user id is ``uid`` (read from ``/proc``)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-        except OSError:  # ended meanwhile
-            continue
-        uids = re.search(r"^Uid:\s+(\d+)", status, re.M)
-        if uids and int(uids.group(1)) == uid:
-            pids.append(int(entry.name))
-    return pids
-
-
-def end_processes(pids: list[int], timeout: float = 20) -> None:
-    """SIGTERM each process, wait up to ``timeout`` seconds for all to end, then SIGKILL the rest."""
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + timeout
-    alive = list(pids)
-    while alive and time.monotonic() < deadline:
-        alive = [pid for pid in alive if Path(f"/proc/{pid}").exists()]
-        if alive:
-            time.sleep(0.2)
-    for pid in alive:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def remove_user(name: str) -> None:
-    """End the processes of Unix user ``name`` (by id), then remove the user, its group and its home."""
-    if not user_exists(name):
-        return
-    end_processes(user_processes(pwd.getpwnam(name).pw_uid))
-    done = subprocess.run(["userdel", "--remove", name], capture_output=True, text=True)
-    if done.returncode != 0 and user_exists(name):
-        raise HubError(f"userdel --remove {name} failed: {done.stderr.strip()}")
-
-
-def run_as(user: str, argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None,
-           check: bool = True, prefix: Path | None = None) -> subprocess.CompletedProcess:
-    """Run ``argv`` as Unix user ``user`` (its uid, group, no other groups, umask 077, its HOME).
-
-    Parameters
-    ----------
-    prefix : Path, optional
-        A Python environment whose ``bin/`` goes first on PATH (nbgrader shells out to ``alembic``).
-
-    Raises
-    ------
-    HubError
-        If ``check`` and the command exits non-zero; the message ends with its output.
-    """
-    account = pwd.getpwnam(user)
-    path = f"{prefix / 'bin'}:{SYSTEM_PATH}" if prefix else SYSTEM_PATH
-    environment = {"HOME": account.pw_dir, "USER": user, "LOGNAME": user, "PATH": path, "LANG": "C.UTF-8",
-                   "OPENBLAS_NUM_THREADS": "1", **(env or {})}
-    done = subprocess.run(argv, cwd=cwd or account.pw_dir, env=environment, user=account.pw_uid,
-                          group=account.pw_gid, extra_groups=[], umask=UMASK, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    if check and done.returncode != 0:
-        raise HubError(f"`{' '.join(argv)}` as {user} failed:\n{done.stdout[-6000:]}")
-    return done
-
-
 def nbgrader_as(layout: Layout, user: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """``nbgrader ARGS`` as the instructor ``user`` in the course directory, with the instructor's environment."""
     env = layout.instructor_env
@@ -249,143 +128,12 @@ def nbgrader_as(layout: Layout, user: str, *args: str, check: bool = True) -> su
 
 # ---- the pieces --------------------------------------------------------------------------------------
 
-def render(template: str, **values: str) -> str:
-    """``hub/templates/<template>`` with ``$name`` placeholders filled in."""
-    return Template((HUB_FILES / "templates" / template).read_text()).substitute(values)
-
-
 def write_private(path: Path, text: str, owner: str | None = None, mode: int = 0o600) -> None:
+    """Write ``text`` to ``path`` with ``mode`` (default 0600), owned by Unix user ``owner`` (default: root)."""
     path.write_text(text)
     path.chmod(mode)
     if owner:
         shutil.chown(path, owner, pwd.getpwnam(owner).pw_gid)
-
-
-def shared_interpreter() -> Path:
-    """A Python of this version that every user can run: the users' environments are built on it.
-
-    This environment's own interpreter may live where only root can go (e.g.
-    pyenv in ``/root``); then the system's ``/usr/bin/python3.X`` is used.
-
-    Raises
-    ------
-    HubError
-        If no such interpreter exists.
-    """
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    candidates = [Path(sys.base_prefix) / "bin" / f"python{version}", Path("/usr/bin") / f"python{version}",
-                  Path("/usr/local/bin") / f"python{version}"]
-    for candidate in candidates:
-        try:
-            if subprocess.run([str(candidate), "-c", "import venv"], user=NOBODY, group=NOBODY, extra_groups=[],
-                              capture_output=True).returncode == 0:
-                return candidate
-        except OSError:  # missing, or not executable for that user
-            continue
-    raise HubError(f"no Python {version} that every user can run (tried {', '.join(map(str, candidates))}): "
-                   f"install Debian's python{version} (apt-get install python{version}-venv)")
-
-
-def pinned_versions() -> str:
-    """``name==version`` lines of this environment for :data:`PINNED`: the users' environments get the same.
-
-    Only these: the rest is left to pip, because the shared interpreter can be an
-    older patch release that some pinned helper packages no longer support.
-    """
-    freeze = subprocess.run([sys.executable, "-m", "pip", "freeze", "--exclude-editable"],
-                            capture_output=True, text=True, check=True).stdout
-    lines = [line for line in freeze.splitlines()
-             if line.split("==")[0].lower().replace("_", "-") in PINNED]
-    return "\n".join(lines) + "\n"
-
-
-def build_env(target: Path, requirements: list[str], stamp_inputs: list[str], log=print) -> bool:
-    """Make a venv at ``target`` with ``requirements`` at this environment's versions; False if it was up to date.
-
-    The venv is built on :func:`shared_interpreter` and filled by this
-    environment's pip (``pip --python``) with :func:`pinned_versions` as
-    constraints, so every server runs the hub's versions of the Jupyter stack.
-    It is rebuilt only when the constraints or ``stamp_inputs`` change.
-
-    Raises
-    ------
-    HubError
-        If pip fails.
-    """
-    freeze = pinned_versions()
-    stamp = hashlib.sha256("\0".join([freeze, *requirements, *stamp_inputs]).encode()).hexdigest()
-    stamp_file = target / ".attention-lab-stamp"
-    if stamp_file.exists() and stamp_file.read_text() == stamp:
-        return False
-    log(f"building {target} (pip, a minute or two) ...")
-    shutil.rmtree(target, ignore_errors=True)
-    with tempfile.TemporaryDirectory(prefix="attention-lab-env-") as scratch:
-        constraints = Path(scratch) / "constraints.txt"
-        constraints.write_text(freeze)
-        for step in ([str(shared_interpreter()), "-m", "venv", "--without-pip", str(target)],
-                     [sys.executable, "-m", "pip", "--python", str(target / "bin" / "python"), "install", "--quiet",
-                      "--disable-pip-version-check", "-c", str(constraints), *requirements]):
-            done = subprocess.run(step, capture_output=True, text=True, cwd=scratch)
-            if done.returncode != 0:
-                raise HubError(f"building {target} failed at `{' '.join(step)}`:\n{(done.stdout + done.stderr)[-4000:]}")
-    stamp_file.write_text(stamp)
-    return True
-
-
-def jupyter(env: Path, *args: str) -> None:
-    """Run ``jupyter ARGS`` of environment ``env`` (JupyterLab's and Jupyter Server's own configuration commands)."""
-    done = subprocess.run([str(env / "bin" / "jupyter"), *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise HubError(f"`jupyter {' '.join(args)}` in {env} failed:\n{(done.stdout + done.stderr)[-4000:]}")
-
-
-def build_student_env(layout: Layout, log=print) -> None:
-    """Make ``student-env/``: the student edition, JupyterHub's single-user server, JupyterLab and nbgrader.
-
-    Nothing of ``autograder`` or ``source/`` is in it (the student edition's build
-    refuses them). Formgrader, Create Assignment and the Course List are disabled
-    for everyone using it with JupyterLab's and Jupyter Server's own commands
-    (``--sys-prefix`` level, owned by root); the exchange is configured in its
-    ``etc/jupyter/nbgrader_config.py``.
-
-    Raises
-    ------
-    HubError
-        If pip or one of the configuration commands fails.
-    """
-    env = layout.student_env
-    config = render("student_nbgrader_config.py", course_id=COURSE_ID, exchange=str(layout.exchange))
-    with tempfile.TemporaryDirectory(prefix="attention-lab-student-") as scratch:
-        edition = student_build.build(Path(scratch) / "edition")
-        digest = hashlib.sha256()
-        for path in sorted(p for p in edition.rglob("*") if p.is_file()):
-            digest.update(str(path.relative_to(edition)).encode() + path.read_bytes())
-        build_env(env, ["jupyterhub", str(edition)], [digest.hexdigest()], log=log)
-    # applied every time (cheap, idempotent), so that a changed setting reaches an existing environment;
-    # locked, so that a student's own settings cannot switch them on again
-    jupyter(env, "labextension", "disable", "--level=sys_prefix", *STUDENT_DISABLED_LABEXTENSIONS)
-    jupyter(env, "labextension", "lock", "--level=sys_prefix", *STUDENT_DISABLED_LABEXTENSIONS)
-    for name in STUDENT_DISABLED_SERVER_EXTENSIONS:
-        jupyter(env, "server", "extension", "disable", "--sys-prefix", name)
-    (env / "etc" / "jupyter" / "nbgrader_config.py").write_text(config)
-    settings = env / "share" / "jupyter" / "lab" / "settings"
-    settings.mkdir(parents=True, exist_ok=True)
-    # JupyterLab's defaults for everyone on this environment: no "news" pop-up covering the page
-    (settings / "overrides.json").write_text(json.dumps(
-        {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}, indent=2))
-    subprocess.run(["chmod", "-R", "a+rX,go-w", str(env)], check=True)
-
-
-def build_instructor_env(layout: Layout, log=print) -> None:
-    """Make ``instructor-env/``: this repository installed editable (grader, Formgrader, Create Assignment).
-
-    A venv of its own because this one's interpreter may be unreadable for the
-    instructor's Unix user; it imports ``autograder`` from the repository, so
-    grading always runs the checked-out grader.
-    """
-    env = layout.instructor_env
-    if build_env(env, ["-e", str(REPO)], [(REPO / "pyproject.toml").read_text()], log=log):
-        subprocess.run(["chmod", "-R", "a+rX,go-w", str(env)], check=True)
 
 
 def prepare_course(layout: Layout, instructor: str) -> None:
@@ -449,6 +197,7 @@ def roster_ids(roster: Path) -> list[str]:
 
 
 def load_json(path: Path, default):
+    """The JSON in ``path``, or ``default`` when the file does not exist."""
     return json.loads(path.read_text()) if path.exists() else default
 
 
@@ -498,7 +247,8 @@ def setup(root: Path, instructor: str, students: list[str], roster: Path | None 
             log(f"created Unix user {name}")
     write_private(layout.users_file, json.dumps(users, indent=2))
     with ThreadPoolExecutor(max_workers=2) as pool:  # two pip runs side by side: set-up's slow part
-        for build in [pool.submit(build_student_env, layout, log), pool.submit(build_instructor_env, layout, log)]:
+        for build in [pool.submit(build_student_env, layout.student_env, layout.exchange, log),
+                      pool.submit(build_instructor_env, layout.instructor_env, log)]:
             build.result()
     prepare_course(layout, instructor)
     add_students_to_gradebook(layout, instructor, students, roster)
@@ -554,6 +304,7 @@ def hub_command(layout: Layout, port: int = 0) -> tuple[list[str], dict[str, str
 
 
 def check_proxy() -> None:
+    """Raise :class:`HubError` saying how to install it when configurable-http-proxy is not on PATH."""
     if shutil.which("configurable-http-proxy") is None:
         raise HubError("configurable-http-proxy is not installed: `npm install -g configurable-http-proxy` "
                        "(`make hub` does this when run as root)")
@@ -623,6 +374,7 @@ def teardown(root: Path, purge: bool = False, log=print) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m autograder.hub setup|start|up|teardown``; returns the exit code (1 with one line on error)."""
     parser = argparse.ArgumentParser(prog="python -m autograder.hub", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     for name in ("setup", "up"):

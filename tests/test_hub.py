@@ -37,6 +37,7 @@ import nbformat
 import pytest
 
 from autograder import hub
+from autograder.hub_users import run_as
 from browser_support import CHROMIUM, launch
 from conftest import ASSIGNMENT, NOTEBOOK, REPO, SOURCE_NB
 
@@ -278,14 +279,14 @@ def test_a_class_on_the_hub_from_release_to_feedback(class_hub, browser, phases)
     due = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
     hub.nbgrader_as(layout, teacher, "db", "assignment", "add", ASSIGNMENT, f"--duedate={due}")
     student_env = layout.student_env
-    hub.run_as(b, [str(student_env / "bin" / "nbgrader"), "fetch_assignment", ASSIGNMENT], prefix=student_env)
+    run_as(b, [str(student_env / "bin" / "nbgrader"), "fetch_assignment", ASSIGNMENT], prefix=student_env)
     b_notebook = Path(f"/home/{b}") / ASSIGNMENT / NOTEBOOK
     filled = nbformat.read(b_notebook, as_version=4)
     for index, answer in answers().items():
         filled.cells[index].source = answer
     nbformat.write(filled, b_notebook)
     shutil.chown(b_notebook, b, b)
-    hub.run_as(b, [str(student_env / "bin" / "nbgrader"), "submit", ASSIGNMENT], prefix=student_env)
+    run_as(b, [str(student_env / "bin" / "nbgrader"), "submit", ASSIGNMENT], prefix=student_env)
     phases.done("due date set; student B fetches and submits late (commands)")
 
     # ---- A tries what nbgrader's own collect would take: a newer "submission" in B's name (the untouched

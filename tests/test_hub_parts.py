@@ -13,7 +13,9 @@ from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder import hub
+from autograder.hub_envs import render
 from autograder.hub_exchange import copy_without_links, submission_problem
+from autograder.hub_users import HubError, create_user
 from autograder.late_penalty import PercentPerDayLate
 from autograder.lms_export import CanvasExportPlugin, MoodleExportPlugin
 
@@ -107,7 +109,7 @@ def load_config(path):
 def test_course_config_loads_the_grading_pipeline_and_sets_exchange_and_late_policy(tmp_path):
     course = tmp_path / "course"
     course.mkdir()
-    (course / "nbgrader_config.py").write_text(hub.render(
+    (course / "nbgrader_config.py").write_text(render(
         "course_nbgrader_config.py", pipeline=str(hub.REPO / "nbgrader_config.py"), course=str(course),
         course_id="attention-lab", exchange=str(course / "exchange")))
     config = load_config(course / "nbgrader_config.py")
@@ -120,7 +122,7 @@ def test_course_config_loads_the_grading_pipeline_and_sets_exchange_and_late_pol
 
 
 def test_course_config_refuses_to_load_without_the_grading_pipeline(tmp_path):
-    (tmp_path / "nbgrader_config.py").write_text(hub.render(
+    (tmp_path / "nbgrader_config.py").write_text(render(
         "course_nbgrader_config.py", pipeline=str(tmp_path / "gone.py"), course=str(tmp_path),
         course_id="attention-lab", exchange=str(tmp_path / "exchange")))
     with pytest.raises(FileNotFoundError, match="grading pipeline"):
@@ -128,7 +130,7 @@ def test_course_config_refuses_to_load_without_the_grading_pipeline(tmp_path):
 
 
 def test_student_config_points_at_the_exchange_and_nothing_of_the_course(tmp_path):
-    (tmp_path / "nbgrader_config.py").write_text(hub.render(
+    (tmp_path / "nbgrader_config.py").write_text(render(
         "student_nbgrader_config.py", course_id="attention-lab", exchange="/srv/x/course/exchange"))
     config = load_config(tmp_path / "nbgrader_config.py")
     assert config.Exchange.root == "/srv/x/course/exchange"
@@ -138,8 +140,8 @@ def test_student_config_points_at_the_exchange_and_nothing_of_the_course(tmp_pat
 
 def test_invalid_user_names_are_refused_before_anything_is_created():
     for name in ("Root", "1abc", "a b", "x" * 33, "../etc"):
-        with pytest.raises(hub.HubError, match="not valid"):
-            hub.create_user(name)
+        with pytest.raises(HubError, match="not valid"):
+            create_user(name)
 
 
 def me() -> str:
