@@ -28,7 +28,6 @@ c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(state / "jupyterhub.pid")
 c.ConfigurableHTTPProxy.pid_file = str(state / "proxy.pid")
-c.JupyterHub.shutdown_on_logout = False
 
 # ---- authentication: FOR TRYING IT ONLY (one shared password for all students) ----
 # Real use: c.JupyterHub.authenticator_class = "pam" (Unix passwords), an OAuthenticator, or

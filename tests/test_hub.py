@@ -212,7 +212,8 @@ def close_dialog(page) -> None:
     expect(page.locator("#success-modal")).to_have_count(0, timeout=WAIT)
 
 
-def denied(user: str, *command: str) -> subprocess.CompletedProcess:
+def as_user(user: str, *command: str) -> subprocess.CompletedProcess:
+    """Run ``command`` as Unix user ``user`` with runuser (stdout and stderr captured)."""
     return subprocess.run(["runuser", "-u", user, "--", *command], capture_output=True, text=True)
 
 
@@ -297,7 +298,7 @@ def test_a_class_on_the_hub_from_release_to_feedback(class_hub, browser, phases)
     for command in (["mkdir", forged], ["cp", exchange / "outbound" / ASSIGNMENT / NOTEBOOK, forged / NOTEBOOK],
                     ["sh", "-c", 'printf %s "$1" > "$2"', "sh", later, forged / "timestamp.txt"],
                     ["ln", "-s", course / "source" / ASSIGNMENT, inbound / f"{a}+{ASSIGNMENT}+{later}+solutions"]):
-        assert denied(a, *map(str, command)).returncode == 0, command
+        assert as_user(a, *map(str, command)).returncode == 0, command
 
     # ---- the instructor collects, autogrades (the sandboxed pipeline), generates and releases feedback:
     # A's submission through Formgrader (grading inside the instructor's server), B's with nbgrader's command ----
@@ -363,12 +364,12 @@ def test_a_class_on_the_hub_from_release_to_feedback(class_hub, browser, phases)
         "read the hub's passwords": ["cat", layout.state / "passwords.json"],
     }
     for what, command in forbidden.items():
-        done = denied(a, *map(str, command))
+        done = as_user(a, *map(str, command))
         assert done.returncode != 0 and "Permission denied" in done.stderr, f"{a} could {what}: {done.stdout[:200]}"
-    released_copy = denied(a, "cat", str(exchange / "outbound" / ASSIGNMENT / NOTEBOOK))
+    released_copy = as_user(a, "cat", str(exchange / "outbound" / ASSIGNMENT / NOTEBOOK))
     assert released_copy.returncode == 0 and '"nbgrader"' in released_copy.stdout  # the same user reads what is released
     # students' Python has no grader in it; folders the servers made are private (the spawner's umask 077)
-    no_grader = denied(a, str(layout.student_env / "bin" / "python"), "-I", "-c", "import autograder")  # -I: not cwd
+    no_grader = as_user(a, str(layout.student_env / "bin" / "python"), "-I", "-c", "import autograder")  # -I: not cwd
     assert no_grader.returncode != 0 and "No module named 'autograder'" in no_grader.stderr
     assert (course / "release" / ASSIGNMENT).stat().st_mode & 0o077 == 0  # made by the instructor's Formgrader
     assert Path(f"/home/{a}").stat().st_mode & 0o077 == 0  # A's fetched copy keeps the exchange's 0755: the home guards it
@@ -377,7 +378,7 @@ def test_a_class_on_the_hub_from_release_to_feedback(class_hub, browser, phases)
     links = {"peek-course": course, "peek-submitted-b": course / "submitted" / b, "peek-home-b": b_home,
              "peek-inbound": exchange / "inbound", "peek-outbound": exchange / "outbound" / ASSIGNMENT}
     for name, target in links.items():
-        assert denied(a, "ln", "-s", str(target), f"/home/{a}/{name}").returncode == 0
+        assert as_user(a, "ln", "-s", str(target), f"/home/{a}/{name}").returncode == 0
     api = f"{base}/user/{a}/api/contents"
     # Jupyter Server answers 403, or 500 "Unhandled error" when a folder above the link's target is
     # closed; either way it sends nothing of the target
