@@ -7,13 +7,21 @@ STAMP  := $(VENV)/.installed
 ASSIGNMENTS := $(notdir $(wildcard source/*))
 LAB_PORT ?= 8888
 LAB_ARGS ?=
+# `make hub`: where the class lives, who is in it, and the port on 127.0.0.1 (0 = a free one)
+HUB_ROOT ?= /srv/attention-lab
+HUB_INSTRUCTOR ?= instructor
+HUB_STUDENTS ?= student1 student2
+HUB_PORT ?= 0
+HUB_ARGS ?=
+# the version of Node's configurable-http-proxy (JupyterHub's proxy) that `make proxy` installs; needs Node >= 18
+PROXY_VERSION := 5.1.0
 
 # nbgrader shells out to `alembic` and starts `python3` kernels: the venv's bin/ comes first.
 export PATH := $(BIN):$(PATH)
 # On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install lab test release grade demo report student-env clean sandbox
+.PHONY: install lab test release grade demo report student-env clean sandbox hub hub-teardown proxy
 
 install: $(STAMP)
 
@@ -50,6 +58,28 @@ report: $(STAMP) sandbox
 ## student-env: the student edition without the grader, in dist/attention-lab-student/
 student-env: $(STAMP)
 	$(BIN)/python -m autograder.student_build
+
+## hub: JupyterHub for a class on this machine (run as root): creates the Unix users, the course directory
+## with nbgrader's exchange and the students' environment under $(HUB_ROOT), then runs the hub on 127.0.0.1
+hub: $(STAMP) sandbox proxy
+	$(BIN)/python -m autograder.hub up --root $(HUB_ROOT) --instructor $(HUB_INSTRUCTOR) \
+	  --students $(HUB_STUDENTS) --port $(HUB_PORT) $(HUB_ARGS)
+
+## hub-teardown: remove the Unix users `make hub` created (add HUB_ARGS=--purge to delete $(HUB_ROOT) too)
+hub-teardown: $(STAMP)
+	$(BIN)/python -m autograder.hub teardown --root $(HUB_ROOT) $(HUB_ARGS)
+
+## proxy: configurable-http-proxy, JupyterHub's proxy, from the npm registry (installed when run as root)
+proxy:
+	@command -v configurable-http-proxy >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v npm >/dev/null 2>&1; then \
+	    echo "Installing configurable-http-proxy@$(PROXY_VERSION) with npm ..."; \
+	    npm install --global --silent configurable-http-proxy@$(PROXY_VERSION); \
+	  else \
+	    echo "JupyterHub needs configurable-http-proxy: install Node.js and npm, then" >&2; \
+	    echo "  npm install --global configurable-http-proxy@$(PROXY_VERSION)" >&2; \
+	    exit 1; \
+	  fi; }
 
 ## sandbox: bubblewrap (bwrap), in which grading runs learners' notebooks; installed with apt-get when run as root
 sandbox:

@@ -1,0 +1,211 @@
+"""The hub's pieces that need no root and no browser: the late-penalty policy, the LMS exports on a real
+nbgrader gradebook, and the configuration files set-up writes. The whole hub runs in tests/test_hub.py."""
+
+import csv
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+from autograder import hub
+from autograder.hub_envs import render
+from autograder.hub_exchange import copy_without_links, submission_problem
+from autograder.hub_users import HubError, create_user
+from autograder.late_penalty import PercentPerDayLate
+from autograder.lms_export import CanvasExportPlugin, MoodleExportPlugin
+
+DAY = 86400
+
+
+@pytest.mark.parametrize("seconds_late, score, penalty", [
+    (1, 10.0, 1.0),            # one second late is a started day
+    (DAY, 10.0, 1.0),          # exactly one day
+    (DAY + 1, 10.0, 2.0),      # into the second day
+    (3.5 * DAY, 8.0, 3.2),     # 4 started days of 10 % of 8 points
+    (30 * DAY, 7.5, 7.5),      # never more than the score
+    (2 * DAY, 0.0, 0.0),
+])
+def test_late_penalty_is_a_share_of_the_score_per_started_day(seconds_late, score, penalty):
+    assert PercentPerDayLate().late_submission_penalty("s", score, seconds_late) == pytest.approx(penalty)
+
+
+def test_late_penalty_reads_its_percentage_from_the_config_and_refuses_a_negative_one():
+    config = Config()
+    config.PercentPerDayLate.percent_per_day = 25
+    assert PercentPerDayLate(config=config).late_submission_penalty("s", 8.0, DAY + 1) == pytest.approx(4.0)
+    with pytest.raises(ValueError, match="percent_per_day"):
+        PercentPerDayLate(percent_per_day=-5).late_submission_penalty("s", 8.0, 10)
+
+
+@pytest.fixture
+def gradebook(tmp_path, monkeypatch):
+    """Two assignments, three students: one on time, one late with a penalty, one who submitted nothing."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # nbgrader runs alembic
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}", course_id="attention-lab") as gb:
+        for name, points in (("a1", (2.0, 8.0)), ("a2", (5.0,))):
+            gb.add_assignment(name, duedate=datetime(2030, 1, 1))
+            gb.add_notebook("nb", name)
+            for i, maximum in enumerate(points):
+                gb.add_grade_cell(f"test_{i}", "nb", name, max_score=maximum, cell_type="code")
+        gb.add_student("ada", first_name="Ada", last_name="Lovelace, Countess", email="ada@example.org", lms_user_id="4711")
+        gb.add_student("bob", first_name="Bob", last_name="Babbage")
+        gb.add_student("cy")
+        for student, scores, penalty in (("ada", (2.0, 6.25), 0.0), ("bob", (1.0, 8.0), 0.9)):
+            gb.add_submission("a1", student)
+            for i, score in enumerate(scores):
+                gb.find_grade(f"test_{i}", "nb", "a1", student).auto_score = score
+            gb.find_submission_notebook("nb", "a1", student).late_submission_penalty = penalty
+        gb.db.commit()
+        yield gb
+
+
+def read_csv(path):
+    with open(path, newline="") as handle:
+        return list(csv.reader(handle))
+
+
+def test_canvas_export_has_canvas_columns_points_row_and_scores_after_the_late_penalty(gradebook, tmp_path):
+    target = tmp_path / "canvas.csv"
+    CanvasExportPlugin(to=str(target), assignment_columns={"a1": "Attention 1 (123)"}).export(gradebook)
+    rows = read_csv(target)
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Attention 1 (123)", "a2"]
+    assert rows[1] == ["    Points Possible", "", "", "", "", "10", "5"]
+    assert rows[2:] == [
+        ["Lovelace, Countess, Ada", "4711", "", "ada", "", "8.25", "0"],  # the comma stays inside its field
+        ["Babbage, Bob", "", "", "bob", "", "8.1", "0"],                  # 9 - 0.9 late
+        ["cy", "", "", "cy", "", "0", "0"],                               # nothing submitted: 0
+    ]
+
+
+def test_moodle_export_has_moodle_columns_and_the_same_scores(gradebook, tmp_path):
+    target = tmp_path / "moodle.csv"
+    MoodleExportPlugin(to=str(target), assignment=["a1"]).export(gradebook)
+    assert read_csv(target) == [
+        ["First name", "Last name", "Username", "ID number", "Email address", "a1"],
+        ["Ada", "Lovelace, Countess", "ada", "4711", "ada@example.org", "8.25"],
+        ["Bob", "Babbage", "bob", "", "", "8.1"],
+        ["", "", "cy", "", "", "0"],
+    ]
+
+
+def test_export_rounds_to_the_configured_decimals(gradebook, tmp_path):
+    gradebook.find_grade("test_1", "nb", "a1", "ada").auto_score = 6.0 + 1 / 3
+    gradebook.db.commit()
+    target = tmp_path / "canvas.csv"
+    CanvasExportPlugin(to=str(target), student=["ada"], decimals=1).export(gradebook)
+    assert read_csv(target)[2][5:] == ["8.3", "0"]
+
+
+def load_config(path):
+    loader = PyFileConfigLoader(path.name, str(path.parent))
+    return loader.load_config()
+
+
+def test_course_config_loads_the_grading_pipeline_and_sets_exchange_and_late_policy(tmp_path):
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text(render(
+        "course_nbgrader_config.py", pipeline=str(hub.REPO / "nbgrader_config.py"), course=str(course),
+        course_id="attention-lab", exchange=str(course / "exchange")))
+    config = load_config(course / "nbgrader_config.py")
+    assert config.Exchange.root == str(course / "exchange")
+    assert config.CourseDirectory.root == str(course)
+    assert config.AssignLatePenalties.plugin_class == "autograder.late_penalty.PercentPerDayLate"
+    assert config.ExchangeFactory.collect == "autograder.hub_exchange.VerifiedCollect"
+    # the repository's pipeline came along: nbgrader's Execute is replaced by the sandboxed one
+    assert "SandboxedExecute" in [p.__name__ for p in config.Autograde.autograde_preprocessors]
+
+
+def test_course_config_refuses_to_load_without_the_grading_pipeline(tmp_path):
+    (tmp_path / "nbgrader_config.py").write_text(render(
+        "course_nbgrader_config.py", pipeline=str(tmp_path / "gone.py"), course=str(tmp_path),
+        course_id="attention-lab", exchange=str(tmp_path / "exchange")))
+    with pytest.raises(FileNotFoundError, match="grading pipeline"):
+        load_config(tmp_path / "nbgrader_config.py")
+
+
+def test_student_config_points_at_the_exchange_and_nothing_of_the_course(tmp_path):
+    (tmp_path / "nbgrader_config.py").write_text(render(
+        "student_nbgrader_config.py", course_id="attention-lab", exchange="/srv/x/course/exchange"))
+    config = load_config(tmp_path / "nbgrader_config.py")
+    assert config.Exchange.root == "/srv/x/course/exchange"
+    assert config.CourseDirectory.course_id == "attention-lab"
+    assert "root" not in config.CourseDirectory  # students never get the course directory
+
+
+def test_invalid_user_names_are_refused_before_anything_is_created():
+    for name in ("Root", "1abc", "a b", "x" * 33, "../etc"):
+        with pytest.raises(HubError, match="not valid"):
+            create_user(name)
+
+
+def me() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+def test_only_genuine_inbound_folders_are_submissions(tmp_path):
+    stamp = "2026-12-01 09:19:44.909505 UTC"
+    genuine = tmp_path / f"{me()}+a1+{stamp}+r4nd"
+    (genuine / "sub").mkdir(parents=True)
+    (genuine / "nb.ipynb").write_text("{}")
+    assert submission_problem(genuine) is None
+    someone_else = tmp_path / f"not-{me()}+a1+{stamp}+r4nd"
+    someone_else.mkdir()
+    assert "claims to be not-" in submission_problem(someone_else)
+    link = tmp_path / f"{me()}+a1+{stamp}+link"
+    link.symlink_to(genuine)
+    assert "symbolic link" in submission_problem(link)
+    inner = tmp_path / f"{me()}+a1+{stamp}+inner"
+    inner.mkdir()
+    (inner / "nb.ipynb").symlink_to(genuine / "nb.ipynb")
+    assert "nb.ipynb is not a plain file" in submission_problem(inner)
+    assert "does not parse" in submission_problem(tmp_path / f"{me()}+a1+yesterday-ish+x")
+    assert "name is not" in submission_problem(tmp_path / "just-a-name")
+
+
+class Log:
+    def __init__(self):
+        self.lines = []
+
+    def warning(self, message, *args):
+        self.lines.append(message % args)
+
+
+def test_collect_copy_never_follows_links_and_keeps_nbgrader_limits(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the solutions")
+    src = tmp_path / "submission"
+    (src / "sub").mkdir(parents=True)
+    (src / "nb.ipynb").write_text('{"cells": []}')
+    (src / "sub" / "notes.txt").write_text("mine")
+    (src / "stolen.ipynb").symlink_to(secret)
+    (src / "stolen-dir").symlink_to(tmp_path)
+    (src / "big.bin").write_bytes(b"x" * 3000)
+    os.mkfifo(src / "pipe")
+    (src / "ignored.pyc").write_text("")
+    log = Log()
+    fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        from nbgrader.utils import ignore_patterns
+
+        copy_without_links(fd, str(src), tmp_path / "out", ignore_patterns(exclude=["*.pyc"], max_file_size=2),
+                           [10_000], log)
+    finally:
+        os.close(fd)
+    copied = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*"))
+    assert copied == ["nb.ipynb", "sub", "sub/notes.txt"]  # no link followed, no pipe, nothing over 2 kB, no .pyc
+    assert (tmp_path / "out" / "sub" / "notes.txt").read_text() == "mine"
+    assert sum("Not collecting" in line for line in log.lines) == 3  # the two links and the pipe
+    fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(RuntimeError, match="too big"):
+            copy_without_links(fd, str(src), tmp_path / "out2", lambda d, names: [], [100], log)
+    finally:
+        os.close(fd)
