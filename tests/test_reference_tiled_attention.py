@@ -292,7 +292,7 @@ rows = [0, 1, case["block_k"], T // 2, T - 1]  # exact causal attention of singl
 exact = [softmax(Q[i] @ K[:i + 1].T / np.sqrt(d)) @ V[:i + 1] for i in rows]
 report["max_error"] = float(max(np.abs(out[i] - e).max() for i, e in zip(rows, exact)))
 report["shape"] = list(out.shape)
-report["max_rss_MiB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+report["peak_virtual"] = [line for line in open("/proc/self/status") if line.startswith("VmPeak")][0].split()[1:]
 print(json.dumps(report))
 """
 
