@@ -6,68 +6,35 @@ under the grading sandbox's address-space limit, as a learner's notebook would.
 
 import json
 import os
-import re
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
 
+from answer_bank_checks import BankChecks
 from assignment_packages import REPO, import_assignment
-from autograder.answer_edits import apply_edits, run_cells
-from autograder.comparison import Raised, same
+from autograder.answer_edits import apply_edits
 
 bank = import_assignment("a07_tiled_attention", "draft_bank")
 ref = import_assignment("a07_tiled_attention", "reference")
-CASES = bank.hidden_cases(include_memory_case=False)
-DESIGN = (REPO / "autograder" / "assignments" / "a07_tiled_attention" / "DESIGN.md").read_text()
-
-
-def call(function, case, *, quiet=True):
-    """``function`` on copies of the case's inputs; an exception becomes :class:`Raised`."""
-    args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else
-            [np.array(b, copy=True) for b in a] if isinstance(a, list) else a for a in case.args]
-    # quiet=False keeps NumPy's default error state (underflow ignored) and turns warnings into errors, as
-    # a case with no_warnings fails on any warning the kernel reports
-    with warnings.catch_warnings(), np.errstate(all="ignore") if quiet else np.errstate():
-        warnings.simplefilter("ignore" if quiet else "error")
-        try:
-            return function(*args, **dict(case.kwargs))
-        except Exception as error:  # noqa: BLE001 — a mistake may raise
-            return Raised(type(error).__name__, message=str(error))
-
-
-EXPECTED = {step: [call(bank.REFERENCE[case.function], case) for case in cases] for step, cases in CASES.items()}
-
-
-def namespace(variant_cells):
-    return run_cells({**bank.SOLUTION, **variant_cells})
+CHECKS = BankChecks(bank, bank.hidden_cases(include_memory_case=False),
+                    (REPO / "autograder" / "assignments" / "a07_tiled_attention" / "DESIGN.md").read_text())
+VALUE_MISTAKES = sorted(name for name, m in bank.MISTAKES.items() if m.step != "test_tiled_attention_memory")
 
 
 def test_the_steps_and_their_cases():
-    assert list(bank.STEPS) == list(bank.hidden_cases(include_memory_case=False))
-    assert sum(points for _, points in bank.STEPS.values()) == 10
-    for step, cases in CASES.items():
-        descriptions = [case.description for case in cases]
-        assert len(set(descriptions)) == len(descriptions), step
-        for case, expected in zip(cases, EXPECTED[step]):
-            assert isinstance(expected, Raised) == (case.raises is not None), case.description
+    assert list(bank.STEPS) == list(CHECKS.cases)
+    CHECKS.steps_and_cases(points=10)
 
 
 def test_the_solution_cells_give_the_reference_results():
-    solution = namespace({})
-    for step, cases in CASES.items():
-        for case, expected in zip(cases, EXPECTED[step]):
-            assert same(call(solution[case.function], case), expected, case), case.description
+    CHECKS.agrees_on_hidden_cases({})
 
 
 @pytest.mark.parametrize("name", sorted(bank.CORRECT))
 def test_correct_variant_on_the_hidden_cases(name):
-    functions = namespace(bank.CORRECT[name].cells)
-    for step, cases in CASES.items():
-        for case, expected in zip(cases, EXPECTED[step]):
-            assert same(call(functions[case.function], case), expected, case), (step, case.description)
+    CHECKS.agrees_on_hidden_cases(bank.CORRECT[name].cells)
 
 
 def _random_softmax_inputs(rng):
@@ -90,7 +57,7 @@ def _random_attention_inputs(rng):
 
 @pytest.mark.parametrize("name", sorted(bank.CORRECT))
 def test_correct_variant_on_random_inputs(name):
-    functions = namespace(bank.CORRECT[name].cells)
+    functions = CHECKS.namespace(bank.CORRECT[name].cells)
     rng = np.random.default_rng(sum(map(ord, name)))
     for blocks in _random_softmax_inputs(rng):
         np.testing.assert_allclose(functions["online_softmax"](blocks), ref.online_softmax(blocks), rtol=1e-9,
@@ -104,64 +71,32 @@ def test_correct_variant_on_random_inputs(name):
 
 @pytest.mark.parametrize("name", [None, *sorted(bank.CORRECT)])
 def test_no_warnings_where_the_spec_forbids_them(name):
-    functions = namespace(bank.CORRECT[name].cells if name else {})
-    for step, cases in CASES.items():
-        for case, expected in zip(cases, EXPECTED[step]):
-            if case.no_warnings:
-                for function in (bank.REFERENCE[case.function], functions[case.function]):
-                    assert same(call(function, case, quiet=False), expected, case), (name, case.description)
+    CHECKS.no_warnings(bank.CORRECT[name].cells if name else {})
 
 
-@pytest.mark.parametrize("name", sorted(bank.MISTAKES))
+@pytest.mark.parametrize("name", VALUE_MISTAKES)
 def test_mistake_is_wrong_on_every_case_of_its_step_except_those_it_does_not_involve(name):
-    mistake = bank.MISTAKES[name]
-    assert mistake.step in bank.STEPS
-    if mistake.step == "test_tiled_attention_memory":
-        pytest.skip("run under the sandbox's memory limit in test_memory_case_under_the_sandbox_limit")
-    cells = mistake.cells(bank.SOLUTION)
-    assert len(cells) == 1  # one cell changed: the mistake is where the step's function is
-    functions = namespace(cells)
-    cases = CASES[mistake.step]
-    assert mistake.passes <= {case.description for case in cases}, "passes names a case the step does not have"
-    for case, expected in zip(cases, EXPECTED[mistake.step]):
-        right = same(call(functions[case.function], case), expected, case)
-        assert right == (case.description in mistake.passes), case.description
+    CHECKS.mistake_wrong_exactly_off_its_passes(name)
 
 
 def test_mistakes_of_a_step_can_be_told_apart():
-    """Two mistakes of one step give different outputs on some case, so feedback names the right one."""
-    outputs = {}
-    for name, mistake in bank.MISTAKES.items():
-        if mistake.step != "test_tiled_attention_memory":
-            functions = namespace(mistake.cells(bank.SOLUTION))
-            outputs[name] = [call(functions[c.function], c) for c in CASES[mistake.step]]
-    for a in outputs:
-        for b in outputs:
-            step = bank.MISTAKES[a].step
-            if a < b and step == bank.MISTAKES[b].step:
-                assert not all(same(x, y, c) for x, y, c in zip(outputs[a], outputs[b], CASES[step])), (a, b)
+    CHECKS.mistakes_told_apart()
 
 
 def test_edits_apply_exactly_once():
-    for name, mistake in bank.MISTAKES.items():
-        assert apply_edits(bank.SOLUTION, mistake.edits), name
+    CHECKS.edits_apply_once()
     with pytest.raises(ValueError, match="occurs 0 times"):
         apply_edits(bank.SOLUTION, (bank.Edit("online_softmax", "no such text", "x"),))
     with pytest.raises(ValueError, match="occurs 2 times"):
         apply_edits(bank.SOLUTION, (bank.Edit("tiled_attention", "np.arange(", "np.arange ("),))
     with pytest.raises(KeyError, match="no solution cell"):
         apply_edits(bank.SOLUTION, (bank.Edit("softmax", "a", "b"),))
+    with pytest.raises(ValueError, match="changes nothing"):
+        apply_edits(bank.SOLUTION, (bank.Edit("online_softmax", "m = m_new", "m = m_new"),))
 
 
 def test_the_bank_is_large_enough_and_documented():
-    assert len(bank.CORRECT) >= 9 and len(bank.MISTAKES) >= 12
-    for name in [*bank.CORRECT, *bank.MISTAKES]:
-        assert f"`{name}`" in DESIGN, f"DESIGN.md does not describe {name}"
-    for step in bank.STEPS:
-        assert f"`{step}`" in DESIGN
-    for name, mistake in bank.MISTAKES.items():
-        for reference in re.findall(r"[\w.-]+/[\w.-]+#\d+", mistake.evidence):
-            assert reference in DESIGN, (name, reference)
+    CHECKS.documented()
 
 
 _UNDER_THE_LIMIT = """
@@ -205,14 +140,6 @@ def test_memory_case_under_the_sandbox_limit():
     for name, outcome in report.items():
         assert outcome.get("error", 1.0) <= 1e-12, (name, outcome)
         assert outcome["shape"] == [ref.MEMORY_CASE["T"], ref.MEMORY_CASE["d_head"]]
-
-
-def test_design_shows_every_edit_exactly():
-    from autograder.answer_edits import describe_edit
-
-    for name, mistake in bank.MISTAKES.items():
-        for edit in mistake.edits:
-            assert describe_edit(edit) in DESIGN, (name, describe_edit(edit))
 
 
 def test_the_answers_of_the_conceptual_questions():
