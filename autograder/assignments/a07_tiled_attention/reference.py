@@ -344,6 +344,18 @@ def tiled_attention(Q, K, V, block_q, block_k, causal):
 def score_matrix_bytes(T_q, T_k, itemsize=8):
     """Bytes of a (T_q, T_k) score matrix: T_q · T_k · itemsize (8 for float64, 4 for float32).
 
+    Parameters
+    ----------
+    T_q, T_k : int
+        Number of queries and keys, ≥ 1.
+    itemsize : int, default 8
+        Bytes per entry, ≥ 1.
+
+    Returns
+    -------
+    int
+        Bytes.
+
     Raises
     ------
     ValueError
@@ -358,6 +370,18 @@ def smallest_T_exceeding(limit_bytes, itemsize=8):
 
     T² · itemsize > limit ⇔ T > √(limit / itemsize); for the sandbox's
     2 GiB = 2³¹ bytes and float64 that is T = 2¹⁴ + 1 = 16 385.
+
+    Parameters
+    ----------
+    limit_bytes : int
+        The memory limit, bytes, ≥ 1.
+    itemsize : int, default 8
+        Bytes per entry, ≥ 1.
+
+    Returns
+    -------
+    int
+        The smallest T with T² · itemsize > limit_bytes.
 
     Raises
     ------
