@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from assignment_packages import import_assignment
-from autograder.reference import scaled_dot_product_attention, softmax
+from autograder.reference import softmax
 from autograder.reference_kv_cache import causal_mask
 from autograder.reference_multi_head import multi_head_attention
 from autograder.reference_positional import frequencies, offset_rotation, sinusoidal_positional_encoding

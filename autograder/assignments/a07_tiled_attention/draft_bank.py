@@ -611,8 +611,9 @@ def _qkv(rng, batch_q, batch_kv, T_q, T_k, spiky=(), d_k=4, d_v=3):
     # Scores of a few units: no row is one-hot, so a dropped or leaked key always shows. The ``spiky`` rows
     # of Q score 2000 against key 0 and 0 against every other key: measured from a later tile's maximum
     # instead of the running one, their e^(m − m') = e^2000 overflows; the other rows then score highest
-    # against the last key, so that their running maximum rises in the last tile and must be rescaled. Under the mask, tiles that hide a whole row show that
-    # mistake anyway, so the causal cases need no spiky rows (they would hide the keys they do not pick).
+    # against the last key, so that their running maximum rises in the last tile and must be rescaled.
+    # Under the mask, tiles that hide a whole row show the running-maximum mistake anyway, so the causal
+    # cases need no spiky rows (they would hide the keys they do not pick).
     Q = rng.normal(size=batch_q + (T_q, d_k)) * 1.5
     K = rng.normal(size=batch_kv + (T_k, d_k)) * 1.5
     if spiky:
