@@ -1,0 +1,106 @@
+"""Checks every draft answer bank must pass (assignments 7 and 8): used by tests/test_draft_bank_*.py.
+
+A bank module has ``STEPS``, ``REFERENCE``, ``SOLUTION``, ``CORRECT``, ``MISTAKES`` and hidden cases;
+see ``autograder/assignments/a07_tiled_attention/draft_bank.py``. Only trusted code (the bank's own
+cells) runs here, in this process.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+
+from autograder.answer_edits import apply_edits, describe_edit, run_cells
+from autograder.comparison import Raised, same
+
+
+def call(function, case, *, quiet=True):
+    """``function`` on copies of the case's inputs; an exception becomes :class:`Raised`.
+
+    quiet=False keeps NumPy's default error state (underflow ignored) and turns warnings into
+    errors, as a case with ``no_warnings`` fails on any warning the kernel reports.
+    """
+    args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else
+            [np.array(b, copy=True) for b in a] if isinstance(a, list) else a for a in case.args]
+    with warnings.catch_warnings(), np.errstate(all="ignore") if quiet else np.errstate():
+        warnings.simplefilter("ignore" if quiet else "error")
+        try:
+            return function(*args, **dict(case.kwargs))
+        except Exception as error:  # noqa: BLE001 — a mistake may raise
+            return Raised(type(error).__name__, message=str(error))
+
+
+class BankChecks:
+    """The checks for one bank, given its hidden cases (step grade_id → cases)."""
+
+    def __init__(self, bank, cases: dict, design: str):
+        self.bank, self.cases, self.design = bank, cases, design
+        self.expected = {step: [call(bank.REFERENCE[c.function], c) for c in cs] for step, cs in cases.items()}
+
+    def namespace(self, cells) -> dict:
+        return run_cells({**self.bank.SOLUTION, **cells})
+
+    def steps_and_cases(self, points: int) -> None:
+        assert set(self.cases) <= set(self.bank.STEPS)
+        assert sum(p for _, p in self.bank.STEPS.values()) == points
+        for step, cases in self.cases.items():
+            descriptions = [case.description for case in cases]
+            assert len(set(descriptions)) == len(descriptions), step
+            for case, expected in zip(cases, self.expected[step]):
+                assert isinstance(expected, Raised) == (case.raises is not None), (case.description, expected)
+
+    def agrees_on_hidden_cases(self, cells) -> None:
+        functions = self.namespace(cells)
+        for step, cases in self.cases.items():
+            for case, expected in zip(cases, self.expected[step]):
+                assert same(call(functions[case.function], case), expected, case), (step, case.description)
+
+    def no_warnings(self, cells) -> None:
+        functions = self.namespace(cells)
+        for step, cases in self.cases.items():
+            for case, expected in zip(cases, self.expected[step]):
+                if case.no_warnings:
+                    for function in (self.bank.REFERENCE[case.function], functions[case.function]):
+                        assert same(call(function, case, quiet=False), expected, case), case.description
+
+    def mistake_wrong_exactly_off_its_passes(self, name: str) -> None:
+        """Wrong on every case of its step except those it declares it does not involve (there it is right)."""
+        mistake = self.bank.MISTAKES[name]
+        assert mistake.step in self.bank.STEPS
+        cells = mistake.cells(self.bank.SOLUTION)
+        assert len(cells) == 1  # one cell changed: the one that defines the step's function
+        functions = self.namespace(cells)
+        cases = self.cases[mistake.step]
+        assert mistake.passes <= {case.description for case in cases}, "passes names a case the step does not have"
+        for case, expected in zip(cases, self.expected[mistake.step]):
+            right = same(call(functions[case.function], case), expected, case)
+            assert right == (case.description in mistake.passes), case.description
+
+    def mistakes_told_apart(self) -> None:
+        """Two mistakes of one step differ on some case, so feedback names the right one."""
+        outputs = {}
+        for name, mistake in self.bank.MISTAKES.items():
+            if mistake.step in self.cases:
+                functions = self.namespace(mistake.cells(self.bank.SOLUTION))
+                outputs[name] = [call(functions[c.function], c) for c in self.cases[mistake.step]]
+        for a in outputs:
+            for b in outputs:
+                step = self.bank.MISTAKES[a].step
+                if a < b and step == self.bank.MISTAKES[b].step:
+                    assert not all(same(x, y, c) for x, y, c in zip(outputs[a], outputs[b], self.cases[step])), (a, b)
+
+    def edits_apply_once(self) -> None:
+        for name, mistake in self.bank.MISTAKES.items():
+            assert apply_edits(self.bank.SOLUTION, mistake.edits), name
+
+    def documented(self) -> None:
+        assert len(self.bank.CORRECT) >= 9 and len(self.bank.MISTAKES) >= 12
+        for name in [*self.bank.CORRECT, *self.bank.MISTAKES, *self.bank.STEPS]:
+            assert f"`{name}`" in self.design, f"DESIGN.md does not describe {name}"
+        for name, mistake in self.bank.MISTAKES.items():
+            for edit in mistake.edits:
+                assert describe_edit(edit) in self.design, (name, describe_edit(edit))
+            for reference in re.findall(r"[\w.-]+/[\w.-]+#\d+", mistake.evidence):
+                assert reference in self.design, (name, reference)
