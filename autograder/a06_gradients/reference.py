@@ -50,8 +50,26 @@ from autograder.validation import as_float_array, broadcast_mask, require_same
 ROW_SUM_TOLERANCE = 1e-4
 
 
-def _probabilities(name: str, p) -> np.ndarray:
-    """``p`` as a float array whose rows (last axis) are probabilities or all zero; ValueError otherwise."""
+def as_probability_rows(name: str, p) -> np.ndarray:
+    """``p`` as a float array whose rows (last axis) are probabilities or all zero.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in the error message.
+    p : array_like, shape (..., n), float
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n), floating dtype of ``p`` (integers become float64)
+
+    Raises
+    ------
+    ValueError
+        If ``p`` is 0-dimensional, not real, has an empty last axis, holds a
+        negative or non-finite entry, or a row whose sum is neither 1 (within
+        :data:`ROW_SUM_TOLERANCE`) nor exactly 0.
+    """
     p = as_float_array(name, p, min_ndim=1, expected="(..., n)")
     if p.shape[-1] == 0:
         raise ValueError(f"{name} must have shape (..., n) with n >= 1; received shape {p.shape}")
@@ -101,7 +119,7 @@ def softmax_jacobian(p):
     The softmax's derivative, e.g. Goodfellow, Bengio & Courville (2016),
     *Deep Learning*, §6.2.2.3; Vaswani et al. (2017) §3.2.1 for its role in attention.
     """
-    p = _probabilities("p", p)
+    p = as_probability_rows("p", p)
     n = p.shape[-1]
     return p[..., :, None] * np.eye(n, dtype=p.dtype) - p[..., :, None] * p[..., None, :]
 
@@ -134,7 +152,7 @@ def softmax_backward(p, grad_p):
         :func:`softmax_jacobian`) or ``grad_p`` is not real or does not have
         exactly the shape of ``p``.
     """
-    p = _probabilities("p", p)
+    p = as_probability_rows("p", p)
     grad_p = as_float_array("grad_p", grad_p, min_ndim=1, expected=f"the shape of p, {p.shape}")
     if grad_p.shape != p.shape:
         raise ValueError(f"grad_p must have the shape of p, {p.shape} (one gradient per probability); "
