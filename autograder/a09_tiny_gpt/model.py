@@ -28,7 +28,7 @@ Conventions fixed here (others in public code are discussed in DESIGN.md):
 * **GELU**: the **tanh approximation** GPT-2 uses (Hendrycks & Gimpel 2016,
   eq. in §2): ``GELU(x) = ½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))``. The
   exact form ``½ x (1 + erf(x/√2))`` differs from it by at most 4.7e-4 (at
-  |x| ≈ 2.4); whether that is accepted is decided in DESIGN.md from the
+  x ≈ ±2.70); whether that is accepted is decided in DESIGN.md from the
   measured effect on this checkpoint's logits.
 * **KV cache**: per layer, the keys and values of every earlier position,
   shape (n_heads, T_past, d_head) (with the batch axes in front when the
