@@ -25,7 +25,7 @@ from typing import Mapping
 import numpy as np
 
 from . import data
-from .model import Config, forward
+from .model import Config, forward, generate
 from .train import BLOCK_LENGTHS, evaluate
 
 PATTERNS = ("previous", "duplicate", "induction", "bos", "self")
@@ -97,3 +97,53 @@ def ablation(params: Mapping[str, np.ndarray], config: Config, n_sequences: int 
             name = "+".join(f"L{layer}H{head}" for layer, head in chosen)
             results[name] = evaluate(params, config, n_sequences, head_mask=mask)
     return results
+
+
+def sampled_sequences(params: Mapping[str, np.ndarray], config: Config, n_sequences: int = 200,
+                      seed: int = 4, temperature: float = 1.0) -> np.ndarray:
+    """Sequences the model writes itself: BOS and two distinct random tokens, then sampled to ``block_size``.
+
+    The uniform numbers come from ``seed``; returns (n_sequences, block_size) token ids.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_sequences):
+        prompt = np.concatenate([[data.BOS], rng.choice(np.arange(1, config.vocab_size), 2, replace=False)])
+        n_new = config.block_size - prompt.size
+        out.append(generate(params, config, prompt, n_new, temperature=temperature, uniforms=rng.random(n_new)))
+    return np.array(out)
+
+
+def position_profile(params: Mapping[str, np.ndarray], config: Config, layer: int, head: int,
+                     tokens: np.ndarray) -> dict[str, np.ndarray]:
+    """One head's mean weight, per query position t, on the previous token (t − 1) and on BOS: name → (T,)."""
+    weights = forward(params, tokens, config).weights[layer][:, head]          # (n, T, T)
+    T = tokens.shape[1]
+    t = np.arange(T)
+    previous = np.r_[np.nan, weights[:, t[1:], t[1:] - 1].mean(axis=0)]
+    return {"previous": previous, "bos": weights[:, :, 0].mean(axis=0)}
+
+
+def normalised_entropy(params: Mapping[str, np.ndarray], config: Config, tokens: np.ndarray) -> np.ndarray:
+    """Mean over rows t ≥ 2 of H_t / ln(t + 1) (1 = uniform over the prefix), per layer and head: (layers, heads)."""
+    weights = np.stack(forward(params, tokens, config).weights, axis=1)         # (n, layers, heads, T, T)
+    safe = np.where(weights > 0, weights, 1.0)
+    H = -(weights * np.log(safe)).sum(axis=-1)[..., 2:]
+    return (H / np.log(np.arange(2, tokens.shape[1]) + 1.0)).mean(axis=(0, 3))
+
+
+def accuracy_by_block_index(params: Mapping[str, np.ndarray], config: Config, block_length: int,
+                            n_sequences: int = 300, seed: int = 9) -> np.ndarray:
+    """Accuracy on the predictable targets of blocks of one length, split by the block index of the input token.
+
+    Entry b is the accuracy on the targets whose input token is the block's (b+1)-th token, i.e. whose
+    answer sits right after position b + 1 in the first block. Used for blocks longer than in training.
+    """
+    rng = np.random.default_rng(seed)
+    tokens, lengths = data.repeated_blocks(n_sequences, config.block_size + 1, config.vocab_size,
+                                           (block_length, block_length), rng)
+    logits = forward(params, tokens[:, :-1], config).logits
+    correct = logits.argmax(axis=-1) == tokens[:, 1:]
+    predictable = data.predictable_targets(lengths, config.block_size + 1)
+    index = (np.arange(config.block_size) - 1) % block_length
+    return np.array([correct[predictable & (index[None, :] == b)].mean() for b in range(block_length)])
