@@ -110,3 +110,32 @@ def run_cells(cells: Mapping[str, str], given: str = "") -> dict:
     for cell_id, source in cells.items():
         exec(compile(source, f"<cell {cell_id}>", "exec"), namespace)  # noqa: S102
     return namespace
+
+
+def call(namespace: Mapping, function: str, args=(), kwargs=None) -> tuple[str, object]:
+    """Call ``namespace[function](*args, **kwargs)``: ("ok", result) or ("raised", the exception's class name)."""
+    try:
+        return "ok", namespace[function](*args, **dict(kwargs or {}))
+    except Exception as error:  # noqa: BLE001 - a wrong answer may raise anything
+        return "raised", type(error).__name__
+
+
+def compare(result, expected, rtol: float, atol: float) -> str:
+    """"equal", "shape" (another structure, shape or kind) or "value" (same shapes, other numbers).
+
+    Tuples and lists are compared item by item (a result may use either for a
+    reference tuple); numbers and arrays with :func:`numpy.allclose`; NaN is
+    never equal. A structure is "value" when any item of matching shape has
+    other numbers (even if another item's shape differs): the wrong numbers
+    are then visible without the shape.
+    """
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(result, (tuple, list)) or len(result) != len(expected):
+            return "shape"
+        verdicts = [compare(r, e, rtol, atol) for r, e in zip(result, expected)]
+        return "value" if "value" in verdicts else ("shape" if "shape" in verdicts else "equal")
+    result, expected = np.asarray(result), np.asarray(expected)
+    if result.shape != expected.shape or result.dtype.kind not in "biuf":
+        return "shape"
+    close = np.allclose(result.astype(float), expected.astype(float), rtol=rtol, atol=atol)
+    return "equal" if close else "value"
