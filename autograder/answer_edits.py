@@ -139,3 +139,38 @@ def compare(result, expected, rtol: float, atol: float) -> str:
         return "shape"
     close = np.allclose(result.astype(float), expected.astype(float), rtol=rtol, atol=atol)
     return "equal" if close else "value"
+
+
+# ---------------------------------------------------------------- design notes
+
+BEGIN, END = "<!-- generated: begin (do not edit by hand) -->", "<!-- generated: end -->"
+
+
+def render_bank(correct: Mapping[str, Rewrite], mistakes: Mapping[str, Edit]) -> str:
+    """Markdown of an answer bank: the correct variants as a list, each mistake as a diff of the solution."""
+    lines = [f"### Correct variants ({len(correct)})", ""]
+    for name, rewrite in correct.items():
+        lines.append(f"- **{name}** (replaces {', '.join(f'`{c}`' for c in rewrite.cells)}): {rewrite.description}.")
+    lines += ["", f"### Known mistakes ({len(mistakes)}), as edits of the solution", ""]
+    for name, edit in mistakes.items():
+        kind = " A shape mistake by nature." if edit.shape_only else ""
+        lines += [f"**{name}** — breaks step `{edit.breaks}`; edit in cell `{edit.cell}`: {edit.description}.{kind}",
+                  "", "```diff"]
+        lines += [f"- {line}" for line in edit.old.splitlines()]
+        lines += [f"+ {line}" for line in edit.new.splitlines()]     # none: the lines are deleted
+        lines += ["```", f"Hint: {edit.hint}", ""]
+    return "\n".join(lines)
+
+
+def replace_generated(text: str, generated: str) -> str:
+    """``text`` with the part between :data:`BEGIN` and :data:`END` replaced by ``generated``.
+
+    Raises
+    ------
+    ValueError
+        If the markers are missing or out of order.
+    """
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"the design note needs the markers {BEGIN!r} and {END!r}, in that order")
+    return text[:start + len(BEGIN)] + "\n" + generated.strip("\n") + "\n" + text[end:]

@@ -208,8 +208,8 @@ def numerical_cases() -> list[HiddenCase]:
     coefficients = tuple(rng.normal(size=shape) for _ in range(4))
     x = rng.normal(size=shape)
     return [
-        HiddenCase("cubic loss, default eps", "numerical_gradient", (coupled_cubic_loss(coefficients), x)),
-        HiddenCase("cubic loss, eps = 1e-2 (curvature exposes one-sided or unrestored steps)", "numerical_gradient",
+        HiddenCase("coupled cubic loss, default eps", "numerical_gradient", (coupled_cubic_loss(coefficients), x)),
+        HiddenCase("coupled cubic loss, eps = 1e-2 (curvature exposes one-sided or unrestored steps)", "numerical_gradient",
                    (coupled_cubic_loss(coefficients), x), {"eps": 1e-2},
                    exposes=("numerical_forward_difference", "numerical_not_restored", "numerical_eps_not_doubled")),
     ]
