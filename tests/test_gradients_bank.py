@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from autograder.a06_gradients import draft_bank as bank
-from autograder.answer_edits import Edit, Rewrite, apply_edit, apply_rewrite, run_cells
+from autograder.answer_edits import Edit, Rewrite, apply_edit, apply_rewrite, call, compare, run_cells
 
 # mistakes such as the unguarded fully masked row produce NaN on purpose
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
@@ -15,10 +15,7 @@ ALL_CASES = [(name, case) for name, step in bank.STEPS.items() for case in step.
 
 def _outcome(namespace, case):
     """("ok", value) or ("raised", exception name)."""
-    try:
-        return "ok", namespace[case.function](*case.args, **dict(case.kwargs))
-    except Exception as error:  # noqa: BLE001 - a wrong answer may raise anything
-        return "raised", type(error).__name__
+    return call(namespace, case.function, case.args, case.kwargs)
 
 
 def _expected(case):
@@ -26,17 +23,7 @@ def _expected(case):
 
 
 def _compare(result, expected) -> str:
-    """"equal", "shape" (different structure or shape) or "value" (same shapes, different numbers)."""
-    if isinstance(expected, tuple):
-        if not isinstance(result, (tuple, list)) or len(result) != len(expected):
-            return "shape"
-        verdicts = [_compare(r, e) for r, e in zip(result, expected)]
-        return "shape" if "shape" in verdicts else ("value" if "value" in verdicts else "equal")
-    result, expected = np.asarray(result), np.asarray(expected)
-    if result.shape != expected.shape or result.dtype.kind not in "biuf":
-        return "shape"
-    close = np.allclose(result.astype(float), expected.astype(float), rtol=bank.RTOL, atol=bank.ATOL)
-    return "equal" if close else "value"
+    return compare(result, expected, bank.RTOL, bank.ATOL)
 
 
 def _verdicts(cells, step_names=None):
