@@ -46,3 +46,14 @@ def test_pattern_keys_hand_worked():
     assert defined[0].tolist() == [False, False, False, True, True]
     previous, _ = keys["previous"]
     assert np.flatnonzero(previous[0, 4]).tolist() == [3]
+
+
+def test_design_note_is_current(trained):
+    from autograder.a09_tiny_gpt import design, draft_bank
+    from autograder.answer_edits import replace_generated
+
+    text = design.DESIGN.read_text(encoding="utf-8")
+    assert replace_generated(text, design.generated(trained)) == text, (
+        "autograder/a09_tiny_gpt/DESIGN.md is stale: run .venv/bin/python -m autograder.a09_tiny_gpt.design")
+    for name in [*draft_bank.CORRECT, *draft_bank.MISTAKES]:
+        assert f"**{name}**" in text, name
