@@ -134,3 +134,32 @@ def test_mistakes_of_one_step_are_told_apart_by_the_hidden_cases():
             for b in names:
                 if a < b:
                     assert signatures[a] != signatures[b], f"{a} and {b} give the same outputs on {step_name}"
+
+
+def _random_inputs(seed):
+    """Random calls beyond the hidden cases: shapes, masks (with fully masked rows) and scale modes vary."""
+    rng = np.random.default_rng(1000 + seed)
+    batch = [(), (2,), (2, 3)][seed % 3]
+    T_q, T_k, d_k, d_v = rng.integers(1, 6, size=4)
+    Q, K, V = (rng.normal(size=batch + shape) for shape in ((T_q, d_k), (T_k, d_k), (T_k, d_v)))
+    G = rng.normal(size=batch + (T_q, d_v))
+    mask = rng.random((T_q, T_k)) < 0.7 if seed % 2 else None
+    scale = [True, False, float(rng.uniform(0.5, 4.0))][seed % 3]
+    p = rng.dirichlet(np.ones(T_k), size=batch + (T_q,))
+    calls = [("attention_backward", (Q, K, V, G), {"mask": mask, "scale": scale}),
+             ("softmax_jacobian", (p,), {}), ("softmax_backward", (p, rng.normal(size=p.shape)), {})]
+    loss = bank.coupled_cubic_loss(tuple(rng.normal(size=(2, 2)) for _ in range(4)))
+    calls.append(("numerical_gradient", (loss, rng.normal(size=(2, 2))), {"eps": float(rng.choice([1e-6, 1e-3]))}))
+    calls.append(("relative_error", (rng.normal(size=4), rng.normal(size=4)), {}))
+    return calls
+
+
+@pytest.mark.parametrize("name", sorted(bank.CORRECT))
+def test_correct_variant_equals_the_reference_on_random_inputs(name):
+    namespace = run_cells(apply_rewrite(bank.SOLUTION, bank.CORRECT[name]), bank.GIVEN)
+    for seed in range(12):
+        for function, args, kwargs in _random_inputs(seed):
+            status, value = call(namespace, function, args, kwargs)
+            assert status == "ok", (seed, function, value)
+            expected = bank.REFERENCE[function](*args, **kwargs)
+            assert _compare(value, expected) == "equal", (seed, function)

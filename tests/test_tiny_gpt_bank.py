@@ -117,3 +117,42 @@ def test_the_exposing_cases_need_the_cache():
     for case in no_cache:
         _, value = call(namespace, case.function, case.args, case.kwargs)
         assert compare(value, bank.REFERENCE[case.function](*case.args), 1e-4, 1e-4) == "equal"
+
+
+def _random_calls(seed):
+    """Random calls beyond the hidden cases, under the committed weights: token sequences, cache splits, logits."""
+    from autograder.a09_tiny_gpt import model
+
+    rng = np.random.default_rng(2000 + seed)
+    params = bank.committed_parameters()
+    T = int(rng.integers(2, 20))
+    tokens = rng.integers(0, 20, size=T)
+    split = int(rng.integers(1, T))
+    _, caches = bank.reference_model_forward(params, tokens[:split], bank.LEARNER_CONFIG)
+    calls = [("model_forward", (params, tokens, bank.LEARNER_CONFIG), {}),
+             ("model_forward", (params, tokens[split:], bank.LEARNER_CONFIG), {"caches": caches})]
+    logits = rng.normal(size=20) * 2
+    temperature = float(rng.uniform(0.3, 3.0))
+    z = logits / temperature
+    cdf = np.cumsum(np.exp(z - z.max()) / np.exp(z - z.max()).sum())
+    u = float(rng.random())
+    if np.min(np.abs(cdf - u)) > 1e-9:          # away from a boundary, every correct rule draws the same token
+        calls.append(("next_token", (logits, temperature, u), {}))
+    prompt = [0, *rng.choice(np.arange(1, 20), size=int(rng.integers(1, 8)), replace=False)]
+    n_new = 32 - len(prompt)
+    config = bank.model_config(params, bank.LEARNER_CONFIG)
+    if model.greedy_margins(params, config, np.array(prompt), n_new).min() >= 1e-6:
+        calls.append(("generate", (params, bank.LEARNER_CONFIG, prompt, n_new), {"use_cache": bool(seed % 2)}))
+    return calls
+
+
+@pytest.mark.parametrize("name", sorted(bank.CORRECT))
+def test_correct_variant_equals_the_reference_on_random_inputs(name):
+    namespace = run_cells(apply_rewrite(bank.SOLUTION, bank.CORRECT[name]), bank.GIVEN)
+    for seed in range(6):
+        for function, args, kwargs in _random_calls(seed):
+            status, value = call(namespace, function, args, kwargs)
+            assert status == "ok", (seed, function, value)
+            step = bank.STEPS[function]
+            expected = bank.REFERENCE[function](*args, **kwargs)
+            assert compare(value, expected, step.rtol, step.atol) == "equal", (seed, function)
