@@ -209,24 +209,68 @@ def gelu(x):
 
 
 def split_heads(x: np.ndarray, n_heads: int) -> np.ndarray:
-    """(..., T, d_model) → (..., n_heads, T, d_head): head h holds columns h·d_head … (h+1)·d_head − 1."""
+    """Split the feature axis into heads, as assignment 2 (with leading batch axes allowed).
+
+    Parameters
+    ----------
+    x : numpy.ndarray, shape (..., T, d_model), float
+    n_heads : int
+        Divides d_model.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n_heads, T, d_head)
+        Head h holds columns h·d_head … (h+1)·d_head − 1 of every token row.
+    """
     *lead, T, d_model = x.shape
     return np.swapaxes(x.reshape(*lead, T, n_heads, d_model // n_heads), -3, -2)
 
 
 def merge_heads(h: np.ndarray) -> np.ndarray:
-    """(..., n_heads, T, d_head) → (..., T, n_heads·d_head), the inverse of :func:`split_heads`."""
+    """Concatenate the heads along the features, the inverse of :func:`split_heads`.
+
+    Parameters
+    ----------
+    h : numpy.ndarray, shape (..., n_heads, T, d_head), float
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., T, n_heads · d_head)
+    """
     *lead, n_heads, T, d_head = h.shape
     return np.swapaxes(h, -3, -2).reshape(*lead, T, n_heads * d_head)
 
 
 def causal_mask(T_q: int, T_k: int) -> np.ndarray:
-    """(T_q, T_k) bool, bottom-right aligned: the T_q queries are the last of T_k positions (assignment 5)."""
+    """Causal mask for T_q new queries over T_k keys, aligned bottom-right (assignment 5).
+
+    Parameters
+    ----------
+    T_q, T_k : int
+        Queries and keys, 1 ≤ T_q ≤ T_k; the queries are the last T_q positions.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (T_q, T_k)
+        True where query i (position T_k − T_q + i) may attend to key j, i.e. j ≤ T_k − T_q + i.
+    """
     return np.tril(np.ones((T_q, T_k), dtype=bool), k=T_k - T_q)
 
 
 def attention_weights(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
-    """Causal softmax(Q Kᵀ / √d_head) for Q (..., T_q, d_head) and K (..., T_k, d_head), T_q ≤ T_k."""
+    """Causal attention weights softmax(mask(Q Kᵀ / √d_head)) (Vaswani et al. 2017, eq. 1).
+
+    Parameters
+    ----------
+    Q : numpy.ndarray, shape (..., T_q, d_head), float
+    K : numpy.ndarray, shape (..., T_k, d_head), float
+        T_q ≤ T_k; the queries are the last T_q positions (:func:`causal_mask`).
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., T_q, T_k)
+        Rows sum to 1; blocked (future) keys get exactly 0.
+    """
     scores = Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1])
     scores = np.where(causal_mask(Q.shape[-2], K.shape[-2]), scores, -np.inf)
     scores = scores - scores.max(axis=-1, keepdims=True)
@@ -274,13 +318,38 @@ def causal_self_attention(h, W_q, W_k, W_v, W_o, n_heads, cache: LayerCache | No
 
 
 def mlp(h, W_1, b_1, W_2, b_2):
-    """The position-wise MLP: GELU(h W₁ + b₁) W₂ + b₂ (tanh GELU)."""
+    """The position-wise MLP: GELU(h W₁ + b₁) W₂ + b₂ (tanh GELU).
+
+    Parameters
+    ----------
+    h : numpy.ndarray, shape (..., T, d_model), float
+    W_1 : numpy.ndarray, shape (d_model, d_mlp); b_1 : shape (d_mlp,)
+    W_2 : numpy.ndarray, shape (d_mlp, d_model); b_2 : shape (d_model,)
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., T, d_model)
+    """
     return gelu(h @ W_1 + b_1) @ W_2 + b_2
 
 
 def decoder_block(x, params: Mapping[str, np.ndarray], layer: int, config: Config,
                   cache: LayerCache | None = None, head_mask=None):
     """One pre-LN block: x + MultiHead(LN₁(x)), then + MLP(LN₂(·)).
+
+    Parameters
+    ----------
+    x : numpy.ndarray, shape (..., T_new, d_model), float
+        The residual stream of the new positions.
+    params : mapping of str to numpy.ndarray
+        The model's parameters; this block reads ``"block{layer}.*"``.
+    layer : int
+        Which block, 0 … n_layers − 1.
+    config : Config
+    cache : LayerCache, optional
+        Keys and values of the earlier positions in this layer.
+    head_mask : array_like, shape (n_heads,), optional
+        Multiplies each head's output (0 ablates it).
 
     Returns
     -------
