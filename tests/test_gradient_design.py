@@ -6,7 +6,7 @@ Regenerate with ``.venv/bin/python -m autograder.a06_gradients.design``.
 import pytest
 
 from autograder.a06_gradients import design, draft_bank, findings
-from autograder.answer_edits import BEGIN, END, replace_generated
+from autograder.draft_rewrites import BEGIN, END, replace_generated
 
 
 def test_design_note_is_current():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from autograder.a06_gradients import draft_bank as bank
-from autograder.answer_edits import Edit, Rewrite, apply_edit, apply_rewrite, call, compare, run_cells
+from autograder.draft_rewrites import Edit, Rewrite, apply_edit, apply_rewrite, call, compare, run_cells
 
 # mistakes such as the unguarded fully masked row produce NaN on purpose
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")

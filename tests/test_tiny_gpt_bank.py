@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from autograder.a09_tiny_gpt import draft_bank as bank
-from autograder.answer_edits import Edit, Rewrite, apply_edit, apply_rewrite, call, compare, run_cells
+from autograder.draft_rewrites import Edit, Rewrite, apply_edit, apply_rewrite, call, compare, run_cells
 
 # mistakes may overflow or divide by zero on purpose
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -50,7 +50,7 @@ def test_pattern_keys_hand_worked():
 
 def test_design_note_is_current(trained):
     from autograder.a09_tiny_gpt import design, draft_bank
-    from autograder.answer_edits import replace_generated
+    from autograder.draft_rewrites import replace_generated
 
     text = design.DESIGN.read_text(encoding="utf-8")
     assert replace_generated(text, design.generated(trained)) == text, (

@@ -11,7 +11,7 @@ import inspect
 import math
 from pathlib import Path
 
-from autograder.answer_edits import render_bank, replace_generated
+from autograder.draft_rewrites import render_bank, replace_generated
 
 from . import draft_bank, findings
 from .experiment import SCALINGS, assignment1_fact3_entropies, gradient_curves

@@ -6,9 +6,9 @@ self-checks that will be built on it (issue 12, after the layout of issue 11):
 * :data:`GIVEN` — code the notebook provides (not graded);
 * :data:`SOLUTION` — the reference-style solution cells, id → source, in notebook order;
 * :data:`STEPS` — each graded step: its cell, function and hidden cases;
-* :data:`CORRECT` — differently written correct answers (:class:`~autograder.answer_edits.Rewrite`);
+* :data:`CORRECT` — differently written correct answers (:class:`~autograder.draft_rewrites.Rewrite`);
 * :data:`MISTAKES` — known mistakes as small edits of :data:`SOLUTION`
-  (:class:`~autograder.answer_edits.Edit`), each with a hint and the step it breaks.
+  (:class:`~autograder.draft_rewrites.Edit`), each with a hint and the step it breaks.
 
 ``tests/test_gradients_bank.py`` runs every correct variant against
 :mod:`autograder.a06_gradients.reference` on every hidden case, and checks
@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from autograder.answer_edits import Edit, Rewrite
+from autograder.draft_rewrites import Edit, Rewrite
 
 from . import reference
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autograder.answer_edits import render_bank, replace_generated
+from autograder.draft_rewrites import render_bank, replace_generated
 
 from . import analysis, draft_bank, findings
 from .model import TRAINING_FILE, load_weights

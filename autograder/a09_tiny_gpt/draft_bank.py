@@ -9,7 +9,7 @@ weights. Layout-independent material for the notebook and the grading spec:
 * :data:`SOLUTION` — the reference-style solution cells, in notebook order;
 * :data:`STEPS` — graded steps with points, hidden cases and tolerances;
 * :data:`CORRECT` / :data:`MISTAKES` — the answer bank
-  (:class:`~autograder.answer_edits.Rewrite`, :class:`~autograder.answer_edits.Edit`);
+  (:class:`~autograder.draft_rewrites.Rewrite`, :class:`~autograder.draft_rewrites.Edit`);
 * :data:`REFERENCE` — the learner API implemented by the reference model.
 
 Learner conventions: ``config`` is a plain dict (:data:`LEARNER_CONFIG`), so
@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from autograder.answer_edits import Edit, Rewrite
+from autograder.draft_rewrites import Edit, Rewrite
 
 from . import model
 
