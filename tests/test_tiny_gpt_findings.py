@@ -1,0 +1,59 @@
+"""What DESIGN.md says the committed tiny GPT's heads do: every sentence is checked against fresh measurements,
+and shown able to fail (it is false for the untrained model)."""
+
+import numpy as np
+import pytest
+
+from autograder.a09_tiny_gpt import analysis
+from autograder.a09_tiny_gpt.findings import FINDINGS, false_findings, measure
+from autograder.a09_tiny_gpt.model import Config, init_parameters, load_weights
+
+
+@pytest.fixture(scope="module")
+def trained():
+    params, config = load_weights()
+    return measure(params, config)
+
+
+@pytest.fixture(scope="module")
+def untrained():
+    config = Config()
+    return measure(init_parameters(config, 0), config, n_eval=300)
+
+
+@pytest.mark.parametrize("finding", FINDINGS, ids=lambda f: f.name)
+def test_every_sentence_holds_for_the_committed_weights(finding, trained):
+    assert finding.holds(trained), finding.sentence
+
+
+@pytest.mark.parametrize("finding", FINDINGS, ids=lambda f: f.name)
+def test_every_sentence_is_false_for_the_untrained_model(finding, untrained):
+    assert not finding.holds(untrained), f"{finding.name} holds even before training"
+
+
+def test_false_findings(trained):
+    assert false_findings(trained) == []
+
+
+def test_pattern_keys_hand_worked():
+    # BOS a b a b: query 3 (token a, seen at 1) — duplicate key 1, induction key 2 (after the earlier a)
+    tokens = np.array([[0, 5, 6, 5, 6]])
+    keys = analysis.pattern_keys(tokens)
+    duplicate, defined = keys["duplicate"]
+    assert np.flatnonzero(duplicate[0, 3]).tolist() == [1] and np.flatnonzero(duplicate[0, 4]).tolist() == [2]
+    induction, _ = keys["induction"]
+    assert np.flatnonzero(induction[0, 3]).tolist() == [2] and np.flatnonzero(induction[0, 4]).tolist() == [3]
+    assert defined[0].tolist() == [False, False, False, True, True]
+    previous, _ = keys["previous"]
+    assert np.flatnonzero(previous[0, 4]).tolist() == [3]
+
+
+def test_design_note_is_current(trained):
+    from autograder.a09_tiny_gpt import design, draft_bank
+    from autograder.draft_rewrites import replace_generated
+
+    text = design.DESIGN.read_text(encoding="utf-8")
+    assert replace_generated(text, design.generated(trained)) == text, (
+        "autograder/a09_tiny_gpt/DESIGN.md is stale: run .venv/bin/python -m autograder.a09_tiny_gpt.design")
+    for name in [*draft_bank.CORRECT, *draft_bank.MISTAKES]:
+        assert f"**{name}**" in text, name
