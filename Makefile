@@ -41,19 +41,19 @@ test: $(STAMP) sandbox
 
 ## release: regenerate release/ from source/ with nbgrader generate_assignment
 release: $(STAMP)
-	$(BIN)/python -m autograder.release $(ASSIGNMENTS)
+	$(BIN)/python -m autograder.nbgrader.release $(ASSIGNMENTS)
 
 ## grade: autograde a real class: submitted/<student>/<assignment>/*.ipynb
 grade: $(STAMP) sandbox
-	$(BIN)/python -m autograder.grading $(ASSIGNMENTS)
+	$(BIN)/python -m autograder.nbgrader.grading $(ASSIGNMENTS)
 
 ## demo: grade the embedded example class in a temporary course directory
 demo: $(STAMP) sandbox
-	$(BIN)/python -m autograder.example_class
+	$(BIN)/python -m autograder.examples.example_class
 
 ## report: grade every correct variant, known mistake and hostile submission; write reports/grader_report.md
 report: $(STAMP) sandbox
-	$(BIN)/python -m autograder.report
+	$(BIN)/python -m autograder.examples.report
 
 ## student-env: the student edition without the grader, in dist/attention-lab-student/
 student-env: $(STAMP)

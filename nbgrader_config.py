@@ -8,14 +8,15 @@ from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.preprocessors import Execute
 
-from autograder.metadata_restore import RestoreFromGradebook
-from autograder.preprocessors import CleanTracebacks, ClearWidgetState, GradeOutsideKernel, InsertProbes
+from autograder.course import COURSE_ID
+from autograder.nbgrader.metadata_restore import RestoreFromGradebook
+from autograder.nbgrader.preprocessors import CleanTracebacks, ClearWidgetState, GradeOutsideKernel, InsertProbes
+from autograder.nbgrader.sanitize import SanitizeNotebook
 from autograder.sandbox import SandboxedExecute
-from autograder.sanitize import SanitizeNotebook
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
-c.CourseDirectory.course_id = "attention-lab"
+c.CourseDirectory.course_id = COURSE_ID
 
 # Releases: the default pipeline plus dropping saved widget state (ClearOutput keeps it).
 c.GenerateAssignment.preprocessors = (
@@ -52,7 +53,7 @@ c.CoalesceStreamsPreprocessor.enabled = True
 # from a submission survives; feedback is sanitised again before it is rendered.
 c.GenerateFeedback.preprocessors = [SanitizeNotebook] + list(GenerateFeedback.class_traits()["preprocessors"].default())
 
-# One submission cannot stall the class (autograder/submission_limits.py, autograder/student_job.py): checked
+# One submission cannot stall the class (autograder/nbgrader/submission_limits.py, autograder/nbgrader/student_job.py): checked
 # before nbgrader reads it, then graded (autograde + feedback) in a child process with these budgets. The
 # defaults are >= 10x the largest honest notebook (397 KiB, 45 cells, 17 outputs; benchmarks/honest_notebooks.md).
 c.SubmissionLimits.max_notebook_bytes = 8 * 2**20

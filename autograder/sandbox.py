@@ -24,7 +24,7 @@ broken submission needs on the grader's side:
   ``resources[AFTER_LAST_CELL]`` is called once the notebook's cells have run
   (and the kernel is alive), with a function that runs code in the kernel and
   returns that code's grading outputs (``grading_mime_types``); the grader's
-  stand-in passes (:mod:`autograder.stand_ins`) use it. That code is not
+  stand-in passes (:mod:`autograder.grader.stand_ins`) use it. That code is not
   stored in the notebook, and nothing else it outputs is kept — no text, no
   display, and no update of a display an earlier cell made — so what a
   learner's code sees then cannot reach the graded notebook or the feedback.
@@ -53,7 +53,7 @@ from traitlets import Bool, Integer, List, Unicode, default
 
 from autograder.sandbox_kernel import SandboxedKernelManager, SandboxError, signal_name
 
-PROBE_MIME = "application/vnd.attention-lab.probe+json"  # attention_lab.probe.MIME, not imported: no kernel code here
+PROBE_MIME = "application/vnd.attention-lab.probe+json"  # attention_lab.core.probe.MIME, not imported: no kernel code here
 #: Key in nbconvert's resources of a callable ``after_last_cell(nb, run_code)`` (see the module docstring).
 AFTER_LAST_CELL = "sandbox_after_last_cell"
 MAX_ERROR_TEXT = 2000  # characters of an error's message kept

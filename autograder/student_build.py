@@ -23,8 +23,8 @@ import re
 import shutil
 import sys
 from pathlib import Path
+from autograder.course import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 DEFAULT_TARGET = REPO / "dist" / "attention-lab-student"
 
 # the student package's own dependencies (no nbgrader grading side; nbgrader stays for the Validate button)
@@ -54,11 +54,11 @@ dependencies = [
 {dependencies}
 ]
 
-[tool.setuptools]
-packages = ["attention_lab", "attention_lab.worked_cases"]
+[tool.setuptools.packages.find]
+include = ["attention_lab*"]
 
 [tool.setuptools.package-data]
-"attention_lab.worked_cases" = ["*.json"]
+"attention_lab" = ["a*/worked_cases.json", "a09_tiny_gpt/*.npz", "a09_tiny_gpt/*.json"]
 """
 
 ENVIRONMENT = """name: attention-lab-student

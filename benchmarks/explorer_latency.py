@@ -34,8 +34,8 @@ os.environ.setdefault("MPLBACKEND", "agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from attention_lab import explorer as ex  # noqa: E402
-from autograder import reference as ref  # noqa: E402
+from attention_lab.a01_attention import visual as ex  # noqa: E402
+from autograder.assignments.a01_attention import reference as ref  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

@@ -22,9 +22,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from autograder.a06_gradients import experiment  # noqa: E402
-from autograder.a06_gradients.reference import softmax_jacobian  # noqa: E402
-from autograder.reference import softmax  # noqa: E402
+from autograder.assignments.a06_gradients import experiment  # noqa: E402
+from autograder.assignments.a06_gradients.reference import softmax_jacobian  # noqa: E402
+from autograder.assignments.a01_attention.reference import softmax  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 TS = (8, 32, 128, 512)

@@ -2,7 +2,7 @@
 
 For every assignment, the release is filled in with the correct solution and executed as a learner would
 in JupyterLab (outputs and widget state kept), then graded as ``make grade`` grades a student
-(``autograder.student_job.run_student``: autograde + feedback in a child process). The limits in
+(``autograder.nbgrader.student_job.run_student``: autograde + feedback in a child process). The limits in
 ``nbgrader_config.py`` (``SubmissionLimits``, ``StudentBudget``) must be at least 10x the largest of these;
 the table gives the ratio. Writes ``benchmarks/honest_notebooks.md``.
 
@@ -22,10 +22,11 @@ from nbclient import NotebookClient
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autograder import assignments, grading  # noqa: E402
-from autograder.notebook_cells import fill_release, read, solution_cells  # noqa: E402
-from autograder.student_job import StudentBudget, run_student  # noqa: E402
-from autograder.submission_limits import SubmissionLimits, byte_size  # noqa: E402
+from autograder import assignments
+from autograder.nbgrader import grading  # noqa: E402
+from autograder.nbgrader.notebook_cells import fill_release, read, solution_cells  # noqa: E402
+from autograder.nbgrader.student_job import StudentBudget, run_student  # noqa: E402
+from autograder.nbgrader.submission_limits import SubmissionLimits, byte_size  # noqa: E402
 
 
 def executed_solution(assignment) -> nbformat.NotebookNode:

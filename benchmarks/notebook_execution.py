@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from autograder import assignments  # noqa: E402
-from autograder.notebook_cells import fill_release, read, solution_cells  # noqa: E402
+from autograder.nbgrader.notebook_cells import fill_release, read, solution_cells  # noqa: E402
 
 GOAL_SECONDS = 30.0
 

@@ -1,6 +1,6 @@
 """What the stand-in passes cost: ``nbgrader autograde`` of assignment 1's example class with and without them.
 
-The stand-in passes (``autograder/stand_ins.py``) run, after a notebook's last cell and in the same
+The stand-in passes (``autograder/grader/stand_ins.py``) run, after a notebook's last cell and in the same
 sandboxed kernel, the failed cases of the steps that call functions of earlier steps, with the
 reference's values answering those calls. The baseline, measured in the same run, is the same
 class autograded with ``c.InsertProbes.stand_ins = False`` (first pass only, as before). The two
@@ -24,7 +24,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autograder import example_class, grading  # noqa: E402
+from autograder.examples import example_class
+from autograder.nbgrader import grading  # noqa: E402
 
 ASSIGNMENT = "01_scaled_dot_product_attention"
 

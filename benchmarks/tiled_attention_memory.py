@@ -35,8 +35,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from assignment_packages import import_assignment  # noqa: E402
-from autograder.reference import scaled_dot_product_attention  # noqa: E402
-from autograder.reference_kv_cache import causal_mask  # noqa: E402
+from autograder.assignments.a01_attention.reference import scaled_dot_product_attention  # noqa: E402
+from autograder.assignments.a05_kv_cache.reference import causal_mask  # noqa: E402
 
 ref = import_assignment("a07_tiled_attention", "reference")
 

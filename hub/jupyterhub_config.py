@@ -1,4 +1,4 @@
-"""JupyterHub for one Attention Lab class on one machine (`make hub`; see autograder/hub.py).
+"""JupyterHub for one Attention Lab class on one machine (`make hub`; see autograder/hub/__init__.py).
 
 Read by `jupyterhub -f hub/jupyterhub_config.py`, which `python -m autograder.hub start` runs as
 root with ATTENTION_LAB_HUB_SETTINGS naming the settings.json that set-up wrote. Every server is

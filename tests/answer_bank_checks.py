@@ -1,7 +1,7 @@
 """Checks every draft answer bank must pass (assignments 7 and 8): used by tests/test_draft_bank_*.py.
 
 A bank module has ``STEPS``, ``REFERENCE``, ``SOLUTION``, ``CORRECT``, ``MISTAKES`` and hidden cases;
-see ``autograder/assignments/a07_tiled_attention/draft_bank.py``. Only trusted code (the bank's own
+see ``autograder/assignments/a07_tiled_attention/bank.py``. Only trusted code (the bank's own
 cells) runs here, in this process.
 """
 
@@ -12,8 +12,8 @@ import warnings
 
 import numpy as np
 
-from autograder.answer_edits import apply_edits, describe_edit, run_cells
-from autograder.comparison import Raised, same
+from autograder.grader.bank import apply_edits, describe_edit, run_cells
+from autograder.grader.comparison import Raised, same
 
 
 def call(function, case, *, quiet=True):
@@ -30,6 +30,17 @@ def call(function, case, *, quiet=True):
             return function(*args, **dict(case.kwargs))
         except Exception as error:  # noqa: BLE001 — a mistake may raise
             return Raised(type(error).__name__, message=str(error))
+
+
+def agrees(result, expected, case) -> bool:
+    """Whether a result is the reference's: the same values, or, in a case that must raise, the same exception.
+
+    An exception is never evidence of a right result (:func:`autograder.grader.comparison.same`), except in a
+    ``raises`` case, where the exception's type is the answer.
+    """
+    if case.raises is not None:
+        return isinstance(result, Raised) and isinstance(expected, Raised) and result.type == expected.type
+    return same(result, expected, case)
 
 
 class BankChecks:
@@ -55,7 +66,7 @@ class BankChecks:
         functions = self.namespace(cells)
         for step, cases in self.cases.items():
             for case, expected in zip(cases, self.expected[step]):
-                assert same(call(functions[case.function], case), expected, case), (step, case.description)
+                assert agrees(call(functions[case.function], case), expected, case), (step, case.description)
 
     def no_warnings(self, cells) -> None:
         functions = self.namespace(cells)
@@ -63,7 +74,7 @@ class BankChecks:
             for case, expected in zip(cases, self.expected[step]):
                 if case.no_warnings:
                     for function in (self.bank.REFERENCE[case.function], functions[case.function]):
-                        assert same(call(function, case, quiet=False), expected, case), case.description
+                        assert agrees(call(function, case, quiet=False), expected, case), case.description
 
     def mistake_wrong_exactly_off_its_passes(self, name: str) -> None:
         """Wrong on every case of its step except those it declares it does not involve (there it is right)."""
@@ -75,7 +86,7 @@ class BankChecks:
         cases = self.cases[mistake.step]
         assert mistake.passes <= {case.description for case in cases}, "passes names a case the step does not have"
         for case, expected in zip(cases, self.expected[mistake.step]):
-            right = same(call(functions[case.function], case), expected, case)
+            right = agrees(call(functions[case.function], case), expected, case)
             assert right == (case.description in mistake.passes), case.description
 
     def mistakes_told_apart(self) -> None:
@@ -89,7 +100,7 @@ class BankChecks:
             for b in outputs:
                 step = self.bank.MISTAKES[a].step
                 if a < b and step == self.bank.MISTAKES[b].step:
-                    assert not all(same(x, y, c) for x, y, c in zip(outputs[a], outputs[b], self.cases[step])), (a, b)
+                    assert not all(agrees(x, y, c) for x, y, c in zip(outputs[a], outputs[b], self.cases[step])), (a, b)
 
     def edits_apply_once(self) -> None:
         for name, mistake in self.bank.MISTAKES.items():

@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 
 from attention_lab.lab import lab_command
-from autograder.grading import copy_course
+from autograder.nbgrader.grading import copy_course
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -21,9 +21,9 @@ def graded_class(tmp_path_factory):
     """One nbgrader run per assignment: the example class of every assignment plus the hostile submissions.
 
     Shared by the end-to-end grading tests and the report test, because grading a class is the slow part.
-    Returns (course_dir, results, outcomes) as ``autograder.report.grade_class_with_hostile``.
+    Returns (course_dir, results, outcomes) as ``autograder.examples.report.grade_class_with_hostile``.
     """
-    from autograder import report
+    from autograder.examples import report
 
     course = tmp_path_factory.mktemp("class")
     results, outcomes = report.grade_class_with_hostile(course)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from attention_lab import checks, plots
-from autograder import answers
-from autograder.answers import run_cell  # noqa: F401 — re-exported for the tests
+from attention_lab.a01_attention import checks
+from attention_lab.core import plots
+from autograder.grader import answers
+from autograder.grader.answers import run_cell  # noqa: F401 — re-exported for the tests
 
 
 def namespace_with(cells: dict[str, str]) -> dict:

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import matplotlib
 
-from attention_lab.worked import SelfCheckFailed
-from autograder import answers
-from autograder.notebook_cells import nbgrader_meta, read_json
-from autograder.spec import Assignment
+from attention_lab.core.worked import SelfCheckFailed
+from autograder.grader import answers
+from autograder.nbgrader.notebook_cells import nbgrader_meta, read_json
+from autograder.grader.spec import Assignment
 
 matplotlib.use("Agg")  # the setup cell imports pyplot; no window in tests
 
@@ -88,7 +88,7 @@ def verdict(namespace: dict, source: str) -> str | None:
 
 def release_with(assignment: Assignment, cells: dict[str, str]):
     """The release notebook answered with the source solution, ``cells`` (grade_id → source) replacing some answers."""
-    from autograder.notebook_cells import fill_release, read, solution_cells
+    from autograder.nbgrader.notebook_cells import fill_release, read, solution_cells
 
     source = answers.REPO / "source" / assignment.name / assignment.notebook
     release = answers.REPO / "release" / assignment.name / assignment.notebook

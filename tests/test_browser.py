@@ -12,7 +12,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from attention_lab import explorer as ex
+from attention_lab.a01_attention import visual as ex
 from browser_support import (CHROMIUM, HASH_JS, PIXEL_JS, course_copy, lab_server, run_all,
                              slider_handle, wait_idle, wait_new_pixels)
 from conftest import ASSIGNMENT, REPO

@@ -2,13 +2,13 @@
 
 * Every known mistake of the answer bank that loses points in a step makes that step's self-check fail
   (in plain words), except the documented mistakes only hidden inputs can expose
-  (:data:`autograder.variants.HIDDEN_INPUTS_ONLY`).
+  (:data:`autograder.grader.bank.HIDDEN_INPUTS_ONLY`).
 * The same holds for every rule the grader charges without needing hidden inputs — inputs left unmodified,
   shape, dtype, leading batch dimensions, the ``axis`` argument, no warnings where the spec forbids them —
   each broken on purpose in every function of every assignment it applies to.
 * Every correct variant, and the source solution, passes every self-check cell.
 
-The grader is the in-process model of ``nbgrader autograde`` (:func:`autograder.in_process.grade_answers`).
+The grader is the in-process model of ``nbgrader autograde`` (:func:`autograder.grader.in_process.grade_answers`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from autograder import assignments
-from autograder.answers import source_solutions
-from autograder.in_process import grade_answers, grader_for
-from autograder.variants import HIDDEN_INPUTS_ONLY
+from autograder.grader.answers import source_solutions
+from autograder.grader.in_process import grade_answers, grader_for
+from autograder.grader.bank import HIDDEN_INPUTS_ONLY
 from conftest import REPO
 from self_check_harness import cells_of, namespace_for, verdict
 

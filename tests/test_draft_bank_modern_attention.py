@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from answer_bank_checks import BankChecks
-from assignment_packages import REPO, import_assignment
+from conftest import REPO
 
-bank = import_assignment("a08_modern_attention", "draft_bank")
-ref = import_assignment("a08_modern_attention", "reference")
+from autograder.assignments.a08_modern_attention import bank
+from autograder.assignments.a08_modern_attention import reference as ref
 CHECKS = BankChecks(bank, bank.hidden_cases(),
                     (REPO / "autograder" / "assignments" / "a08_modern_attention" / "DESIGN.md").read_text())
 SAME = dict(rtol=0.0, atol=1e-12)

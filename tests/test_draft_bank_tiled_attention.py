@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from answer_bank_checks import BankChecks
-from assignment_packages import REPO, import_assignment
-from autograder.answer_edits import apply_edits
+from conftest import REPO
+from autograder.grader.bank import apply_edits
 
-bank = import_assignment("a07_tiled_attention", "draft_bank")
-ref = import_assignment("a07_tiled_attention", "reference")
+from autograder.assignments.a07_tiled_attention import bank
+from autograder.assignments.a07_tiled_attention import reference as ref
 CHECKS = BankChecks(bank, bank.hidden_cases(include_memory_case=False),
                     (REPO / "autograder" / "assignments" / "a07_tiled_attention" / "DESIGN.md").read_text())
 VALUE_MISTAKES = sorted(name for name, m in bank.MISTAKES.items() if m.step != "test_tiled_attention_memory")
@@ -104,9 +104,8 @@ import json, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))  # as prlimit --as in the grading sandbox
 sys.path.insert(0, {tests!r})
 import numpy as np
-from assignment_packages import import_assignment
-from autograder.answer_edits import run_cells
-bank = import_assignment("a07_tiled_attention", "draft_bank")
+from autograder.grader.bank import run_cells
+from autograder.assignments.a07_tiled_attention import bank
 case = bank.memory_case()
 expected = bank.REFERENCE["tiled_attention"](*case.args)
 answers = {{"solution": {{}}, **{{name: v.cells for name, v in bank.CORRECT.items()

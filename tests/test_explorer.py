@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from attention_lab import explorer as ex
-from autograder import reference as ref
+from attention_lab.a01_attention import visual as ex
+from autograder.assignments.a01_attention import reference as ref
 from notebook_harness import namespace_with
 
 FUNCTIONS = (ref.scaled_dot_product_attention, ref.causal_mask, ref.attention_entropy)

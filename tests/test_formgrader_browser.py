@@ -24,9 +24,10 @@ from nbconvert.exporters import HTMLExporter
 from nbgrader.api import Gradebook
 from traitlets.config import Config
 
-from autograder import grading
-from autograder import hostile_payloads as payloads
-from autograder.notebook_cells import read, solution_cells
+from autograder.course import COURSE_ID
+from autograder.nbgrader import grading
+from autograder.examples import hostile_payloads as payloads
+from autograder.nbgrader.notebook_cells import read, solution_cells
 from browser_support import CHROMIUM, free_port, lab_server
 from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
 
@@ -137,7 +138,7 @@ def assert_nothing_ran(page, beacon, where: str) -> None:
 
 
 def submission_id(course) -> str:
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=grading.COURSE_ID) as gradebook:
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
         return gradebook.find_submission_notebook(NOTEBOOK.removesuffix(".ipynb"), ASSIGNMENT, STUDENT).id
 
 

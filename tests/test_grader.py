@@ -1,8 +1,8 @@
 """Testing the tests: for every assignment, every correct variant earns full marks and every known
 mistake loses points exactly on the steps it breaks, where it is named.
 
-Runs the real comparison (:mod:`autograder.comparison`) on the real kernel-side calls
-(:mod:`attention_lab.probe`), in this process; ``test_grading`` checks nbgrader gives the same scores.
+Runs the real comparison (:mod:`autograder.grader.comparison`) on the real kernel-side calls
+(:mod:`attention_lab.core.probe`), in this process; ``test_grading`` checks nbgrader gives the same scores.
 """
 
 import re
@@ -10,8 +10,9 @@ import re
 import numpy as np
 import pytest
 
-from autograder import assignments, comparison
-from autograder.in_process import grade_answers, grade_variant, points_of
+from autograder import assignments
+from autograder.grader import comparison
+from autograder.grader.in_process import grade_answers, grade_variant, points_of
 
 ASSIGNMENTS = assignments.all_assignments()
 
@@ -70,7 +71,7 @@ def test_mistake_loses_points_exactly_where_it_breaks_and_is_named_there(name, k
 @pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
 def test_the_untouched_release_scores_zero(name):
     assignment = ASSIGNMENTS[name]
-    from autograder.answers import source_solutions
+    from autograder.grader.answers import source_solutions
     stubs = {cell: _stubbed(source) for cell, source in source_solutions(assignment.name, assignment.notebook).items()}
     for grade_id, result in grade_answers(assignment, stubs).items():
         assert result.score == 0, result.text()
@@ -309,8 +310,8 @@ def test_a_steps_score_is_its_points_times_the_weight_passed():
     weighted = [comparison.Case(c.description, c.function, c.args, weight=w)
                 for c, w in zip(grader.cases[step.grade_id], (3, 1, 0, 1))]
     grader.cases[step.grade_id] = weighted
-    from autograder.answers import answer_namespace
-    from autograder.in_process import kernel_results
+    from autograder.grader.answers import answer_namespace
+    from autograder.grader.in_process import kernel_results
     namespace = answer_namespace(A1.name, A1.notebook, {"causal_mask": "def causal_mask(T):\n"
                                                         "    return np.tril(np.ones((T, T), dtype=bool)) if T < 5 "
                                                         "else np.ones((T, T), dtype=bool)"})

@@ -1,6 +1,6 @@
 """The √d_k experiment of assignment 6: its numbers, and every sentence written about them.
 
-Each sentence of :data:`autograder.a06_gradients.findings.FINDINGS` is checked
+Each sentence of :data:`autograder.assignments.a06_gradients.findings.FINDINGS` is checked
 against freshly computed curves for two seeds and three values of T, and
 each predicate is shown to be falsifiable (it fails on curves whose scalings
 are swapped, or whose d_head axis is reversed), so a sentence that stopped
@@ -14,9 +14,9 @@ import math
 import numpy as np
 import pytest
 
-from autograder import reference
-from autograder.a06_gradients import experiment
-from autograder.a06_gradients.experiment import (
+from autograder.assignments.a01_attention import reference
+from autograder.assignments.a06_gradients import experiment
+from autograder.assignments.a06_gradients.experiment import (
     D_HEADS,
     SCALINGS,
     GradientCurves,
@@ -25,8 +25,8 @@ from autograder.a06_gradients.experiment import (
     jacobian_gain,
     row_jacobian,
 )
-from autograder.a06_gradients.findings import FINDINGS, false_findings
-from autograder.a06_gradients.reference import softmax_jacobian
+from autograder.assignments.a06_gradients.findings import FINDINGS, false_findings
+from autograder.assignments.a06_gradients.reference import softmax_jacobian
 
 SEEDS = (0, 1)
 TS = (16, 32, 64)
@@ -151,7 +151,7 @@ def test_assignment_1_fact_3_numbers():
     values = assignment1_fact3_entropies()
     assert f"{values['sqrt']:.2f}" == "3.01" and f"{values['none']:.2f}" == "0.21"
     assert f"{values['linear']:.2f}" == "3.46" and f"{values['ceiling']:.2f}" == "3.47"
-    from attention_lab import checks
+    from attention_lab.a01_attention import checks
     scaled, unscaled = checks.check_scaling_prevents_saturation(reference.scaled_dot_product_attention,
                                                                  reference.attention_entropy)
     assert math.isclose(scaled, values["sqrt"], rel_tol=1e-12) and math.isclose(unscaled, values["none"],

@@ -4,8 +4,8 @@ case; every known mistake applies exactly once and differs from the reference on
 import numpy as np
 import pytest
 
-from autograder.a06_gradients import draft_bank as bank
-from autograder.draft_rewrites import Edit, Rewrite, apply_edit, apply_rewrite, call, compare, run_cells
+from autograder.assignments.a06_gradients import bank
+from autograder.grader.draft_rewrites import Edit, Rewrite, apply_edit, apply_rewrite, call, compare, run_cells
 
 # mistakes such as the unguarded fully masked row produce NaN on purpose
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")

@@ -15,9 +15,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import assignments, example_class, grading, hostile
-from autograder.in_process import grade_variant
-from autograder.notebook_cells import fill_release, read, solution_cells
+from autograder import assignments
+from autograder.examples import example_class, hostile
+from autograder.nbgrader import grading
+from autograder.grader.in_process import grade_variant
+from autograder.nbgrader.notebook_cells import fill_release, read, solution_cells
 from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
 
 NAMES = list(assignments.all_assignments())
@@ -71,7 +73,7 @@ def test_named_mistakes_reach_the_table_and_the_feedback(graded_class):
 
 def test_feedback_holds_no_hidden_tests_reference_or_hidden_values(graded_class):
     course, results, _ = graded_class
-    from autograder.comparison import Grader
+    from autograder.grader.comparison import Grader
     forbidden = ["BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "grade_step", "_attention_lab_probe", "from autograder",
                  *_reference_only_lines()]
     for name in NAMES:

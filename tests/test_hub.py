@@ -37,7 +37,7 @@ import nbformat
 import pytest
 
 from autograder import hub
-from autograder.hub_users import run_as
+from autograder.hub.users import run_as
 from browser_support import CHROMIUM, launch
 from conftest import ASSIGNMENT, NOTEBOOK, REPO, SOURCE_NB
 
@@ -220,7 +220,7 @@ def as_user(user: str, *command: str) -> subprocess.CompletedProcess:
 def export_csv(ctx, plugin: str, name: str) -> list[list[str]]:
     layout = ctx["layout"]
     target = layout.course / name
-    hub.nbgrader_as(layout, ctx["instructor"], "export", f"--exporter=autograder.lms_export.{plugin}",
+    hub.nbgrader_as(layout, ctx["instructor"], "export", f"--exporter=autograder.nbgrader.lms_export.{plugin}",
                     f"--to={target}")
     with open(target, newline="") as handle:
         return list(csv.reader(handle))

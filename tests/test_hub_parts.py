@@ -13,11 +13,11 @@ from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder import hub
-from autograder.hub_envs import render
-from autograder.hub_exchange import copy_without_links, submission_problem
-from autograder.hub_users import HubError, create_user
-from autograder.late_penalty import PercentPerDayLate
-from autograder.lms_export import CanvasExportPlugin, MoodleExportPlugin
+from autograder.hub.envs import render
+from autograder.hub.exchange import copy_without_links, submission_problem
+from autograder.hub.users import HubError, create_user
+from autograder.nbgrader.late_penalty import PercentPerDayLate
+from autograder.nbgrader.lms_export import CanvasExportPlugin, MoodleExportPlugin
 
 DAY = 86400
 
@@ -115,8 +115,8 @@ def test_course_config_loads_the_grading_pipeline_and_sets_exchange_and_late_pol
     config = load_config(course / "nbgrader_config.py")
     assert config.Exchange.root == str(course / "exchange")
     assert config.CourseDirectory.root == str(course)
-    assert config.AssignLatePenalties.plugin_class == "autograder.late_penalty.PercentPerDayLate"
-    assert config.ExchangeFactory.collect == "autograder.hub_exchange.VerifiedCollect"
+    assert config.AssignLatePenalties.plugin_class == "autograder.nbgrader.late_penalty.PercentPerDayLate"
+    assert config.ExchangeFactory.collect == "autograder.hub.exchange.VerifiedCollect"
     # the repository's pipeline came along: nbgrader's Execute is replaced by the sandboxed one
     assert "SandboxedExecute" in [p.__name__ for p in config.Autograde.autograde_preprocessors]
 

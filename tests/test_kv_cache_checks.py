@@ -3,10 +3,10 @@ and wrong answers that match no known mistake get a plain-words property."""
 
 import pytest
 
-from attention_lab import kv_cache_checks as checks
-from attention_lab.worked import SelfCheckFailed
-from autograder.answers import answer_namespace
-from autograder.assignment5 import ASSIGNMENT
+from attention_lab.a05_kv_cache import checks
+from attention_lab.core.worked import SelfCheckFailed
+from autograder.grader.answers import answer_namespace
+from autograder.assignments.a05_kv_cache.spec import ASSIGNMENT
 
 CHECKS = {
     "from_assignment_1": lambda ns: checks.check_from_assignment_1(ns["softmax"], ns["scaled_dot_product_attention"]),

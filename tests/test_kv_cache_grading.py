@@ -6,10 +6,10 @@
 import numpy as np
 import pytest
 
-from autograder.assignment5 import ASSIGNMENT
-from autograder.in_process import grade_answers
-from autograder.reference import causal_self_attention
-from autograder.reference_kv_cache import decode_incrementally
+from autograder.assignments.a05_kv_cache.spec import ASSIGNMENT
+from autograder.grader.in_process import grade_answers
+from autograder.assignments.a01_attention.reference import causal_self_attention
+from autograder.assignments.a05_kv_cache.reference import decode_incrementally
 
 
 def step_text(cells: dict[str, str], grade_id: str) -> tuple[float, str]:

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from attention_lab import kv_cache as kc
-from autograder.reference_kv_cache import attention_cost_per_token as reference_cost
+from attention_lab.a05_kv_cache import visual as kc
+from autograder.assignments.a05_kv_cache.reference import attention_cost_per_token as reference_cost
 
 
 @pytest.fixture

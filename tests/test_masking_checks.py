@@ -6,10 +6,10 @@ import io
 import numpy as np
 import pytest
 
-from attention_lab import masking_checks as mc
-from attention_lab.worked import SelfCheckFailed
-from autograder.answers import answer_namespace
-from autograder.assignment4 import ASSIGNMENT as A
+from attention_lab.a04_masking import checks as mc
+from attention_lab.core.worked import SelfCheckFailed
+from autograder.grader.answers import answer_namespace
+from autograder.assignments.a04_masking.spec import ASSIGNMENT as A
 
 CHECKS = {"padding_mask": mc.check_padding_mask, "causal_padding_mask": mc.check_causal_padding_mask,
           "masked_softmax": mc.check_masked_softmax, "masked_attention": mc.check_masked_attention}
@@ -193,7 +193,7 @@ def masked_softmax(scores, mask, axis=-1):
 
 
 def test_wrong_answers_that_match_no_known_mistake_get_plain_words_properties():
-    from autograder.in_process import grade_answers
+    from autograder.grader.in_process import grade_answers
 
     results = grade_answers(A, UNKNOWN_MISTAKES)
     padding = "\n".join(results["test_padding_mask"].lines)

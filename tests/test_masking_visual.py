@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from attention_lab import masking as mx
-from autograder import reference_masking as ref
+from attention_lab.a04_masking import visual as mx
+from autograder.assignments.a04_masking import reference as ref
 
 FUNCTIONS = (ref.padding_mask, ref.causal_padding_mask, ref.masked_softmax)
 

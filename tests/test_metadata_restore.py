@@ -11,12 +11,13 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder import grading
-from autograder import hostile_payloads as payloads
-from autograder.in_process import grade_answers
-from autograder.metadata_restore import known_cells, restore_deleted_cells, restore_metadata
-from autograder.notebook_cells import fill_release, nbgrader_meta, read, solution_cells
-from autograder.student_job import run_student
+from autograder.course import COURSE_ID
+from autograder.nbgrader import grading
+from autograder.examples import hostile_payloads as payloads
+from autograder.grader.in_process import grade_answers
+from autograder.nbgrader.metadata_restore import known_cells, restore_deleted_cells, restore_metadata
+from autograder.nbgrader.notebook_cells import fill_release, nbgrader_meta, read, solution_cells
+from autograder.nbgrader.student_job import run_student
 from autograder import assignments
 from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
 
@@ -33,7 +34,7 @@ def course(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def known(course):
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=grading.COURSE_ID) as gradebook:
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
         return known_cells(gradebook, NOTEBOOK.removesuffix(".ipynb"), ASSIGNMENT)
 
 

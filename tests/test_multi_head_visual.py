@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from attention_lab import explorer as explorer_module
-from attention_lab import multi_head as mh
-from autograder import reference as ref
-from autograder.reference_multi_head import multi_head_attention
+from attention_lab.a01_attention import visual as explorer_module
+from attention_lab.a02_multi_head import visual as mh
+from autograder.assignments.a01_attention import reference as ref
+from autograder.assignments.a02_multi_head.reference import multi_head_attention
 
 FUNCTIONS = (multi_head_attention, ref.attention_entropy)
 

@@ -8,7 +8,7 @@ import pytest
 from nbclient import NotebookClient
 
 from autograder import assignments
-from autograder.notebook_cells import nbgrader_meta, read
+from autograder.nbgrader.notebook_cells import nbgrader_meta, read
 from conftest import REPO
 
 NOTEBOOKS = sorted(p for folder in ("source", "release", "notebooks") for p in (REPO / folder).rglob("*.ipynb")
@@ -50,7 +50,7 @@ def test_source_metadata_is_consistent(name):
 
 
 def test_self_checks_know_every_course_function():
-    from attention_lab.checks import COURSE_FUNCTIONS
+    from attention_lab.a01_attention.checks import COURSE_FUNCTIONS
 
     assert set(COURSE_FUNCTIONS) == LEARNER_FUNCTIONS
 

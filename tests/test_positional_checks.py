@@ -4,10 +4,10 @@ or the failing property is said in plain words."""
 import numpy as np
 import pytest
 
-from attention_lab import positional_checks as pc
-from attention_lab.worked import SelfCheckFailed
-from autograder.answers import answer_namespace
-from autograder.assignment3 import ASSIGNMENT, CORRECT, MISTAKES
+from attention_lab.a03_positional import checks as pc
+from attention_lab.core.worked import SelfCheckFailed
+from autograder.grader.answers import answer_namespace
+from autograder.assignments.a03_positional.spec import ASSIGNMENT, CORRECT, MISTAKES
 
 NAME, NOTEBOOK = ASSIGNMENT.name, ASSIGNMENT.notebook
 

@@ -8,10 +8,10 @@ import pytest
 from matplotlib import colormaps
 from PIL import Image
 
-from attention_lab import explorer as explorer_module
-from attention_lab import positional as px
-from autograder import reference_positional as ref
-from autograder.answers import namespace_with
+from attention_lab.a01_attention import visual as explorer_module
+from attention_lab.a03_positional import visual as px
+from autograder.assignments.a03_positional import reference as ref
+from autograder.grader.answers import namespace_with
 
 FUNCTIONS = (ref.sinusoidal_positional_encoding, ref.dot_product_by_offset, ref.offset_rotation, ref.self_attention,
              ref.add_positions)

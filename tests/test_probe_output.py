@@ -5,10 +5,10 @@ import nbformat
 import numpy as np
 import pytest
 
-from attention_lab import probe, wire
+from attention_lab.core import probe, values as wire
 from autograder import assignments
-from autograder.comparison import Grader
-from autograder.probe_output import CAPS, screen, why_missing
+from autograder.grader.comparison import Grader
+from autograder.grader.probe_output import CAPS, screen, why_missing
 from conftest import ASSIGNMENT
 
 GRADER = Grader(assignments.get(ASSIGNMENT))

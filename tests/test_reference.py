@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from autograder.reference import (
+from autograder.assignments.a01_attention.reference import (
     attention_entropy,
     attention_scores,
     causal_mask,

@@ -11,8 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from autograder import reference, reference_masking
-from autograder.a06_gradients.reference import (
+from autograder.assignments.a01_attention import reference
+from autograder.assignments.a04_masking import reference as reference_masking
+from autograder.assignments.a06_gradients.reference import (
     GradientCheck,
     attention_backward,
     attention_forward,

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from autograder.reference import causal_mask as square_causal_mask
-from autograder.reference import causal_self_attention
-from autograder.reference_kv_cache import (
+from autograder.assignments.a01_attention.reference import causal_mask as square_causal_mask
+from autograder.assignments.a01_attention.reference import causal_self_attention
+from autograder.assignments.a05_kv_cache.reference import (
     attend_with_cache,
     attention_cost_per_token,
     causal_mask,

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from autograder.reference_masking import causal_padding_mask, masked_attention, masked_softmax, padding_mask
+from autograder.assignments.a04_masking.reference import causal_padding_mask, masked_attention, masked_softmax, padding_mask
 
 
 @pytest.fixture(autouse=True)

@@ -3,13 +3,12 @@
 import numpy as np
 import pytest
 
-from assignment_packages import import_assignment
-from autograder.reference import softmax
-from autograder.reference_kv_cache import causal_mask
-from autograder.reference_multi_head import multi_head_attention
-from autograder.reference_positional import frequencies, offset_rotation, sinusoidal_positional_encoding
+from autograder.assignments.a01_attention.reference import softmax
+from autograder.assignments.a05_kv_cache.reference import causal_mask
+from autograder.assignments.a02_multi_head.reference import multi_head_attention
+from autograder.assignments.a03_positional.reference import frequencies, offset_rotation, sinusoidal_positional_encoding
 
-ref = import_assignment("a08_modern_attention", "reference")
+from autograder.assignments.a08_modern_attention import reference as ref
 
 SAME = dict(rtol=0.0, atol=1e-12)
 

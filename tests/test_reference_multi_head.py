@@ -1,6 +1,6 @@
 """Assignment 2 (multi-head attention): the reference's hand-worked values, properties and error messages;
 the hidden cases, which expose every known mistake; the grader's diagnoses in plain words; and the visible
-self-checks (attention_lab.multi_head_checks), which pass every correct answer and name every known mistake."""
+self-checks (attention_lab.a02_multi_head.checks), which pass every correct answer and name every known mistake."""
 
 import contextlib
 import io
@@ -9,13 +9,13 @@ import math
 import numpy as np
 import pytest
 
-from attention_lab import multi_head_checks
-from attention_lab.worked import SelfCheckFailed
-from autograder import reference as ref
-from autograder.answers import answer_namespace
-from autograder.assignment2 import ASSIGNMENT
-from autograder.in_process import grade_answers
-from autograder.reference_multi_head import merge_heads, multi_head_attention, split_heads
+from attention_lab.a02_multi_head import checks as multi_head_checks
+from attention_lab.core.worked import SelfCheckFailed
+from autograder.assignments.a01_attention import reference as ref
+from autograder.grader.answers import answer_namespace
+from autograder.assignments.a02_multi_head.spec import ASSIGNMENT
+from autograder.grader.in_process import grade_answers
+from autograder.assignments.a02_multi_head.reference import merge_heads, multi_head_attention, split_heads
 
 
 # ---------------------------------------------------------------- split_heads / merge_heads

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from autograder import reference
-from autograder import reference_positional as pos
-from autograder.assignment3 import ASSIGNMENT
-from autograder.comparison import same
+from autograder.assignments.a01_attention import reference
+from autograder.assignments.a03_positional import reference as pos
+from autograder.assignments.a03_positional.spec import ASSIGNMENT
+from autograder.grader.comparison import same
 
 
 # ---------------------------------------------------------------- the encoding

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
-from assignment_packages import REPO, import_assignment
-from autograder.reference import scaled_dot_product_attention, softmax
-from autograder.reference_kv_cache import causal_mask
-from autograder.reference_masking import masked_softmax
+from conftest import REPO
+from autograder.assignments.a01_attention.reference import scaled_dot_product_attention, softmax
+from autograder.assignments.a05_kv_cache.reference import causal_mask
+from autograder.assignments.a04_masking.reference import masked_softmax
 
-ref = import_assignment("a07_tiled_attention", "reference")
+from autograder.assignments.a07_tiled_attention import reference as ref
 
 SAME = dict(rtol=0.0, atol=1e-12)
 
@@ -271,9 +271,8 @@ import json, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))  # as prlimit --as in the grading sandbox
 sys.path.insert(0, {tests!r})
 import numpy as np
-from assignment_packages import import_assignment
-from autograder.reference import scaled_dot_product_attention, softmax
-ref = import_assignment("a07_tiled_attention", "reference")
+from autograder.assignments.a01_attention.reference import scaled_dot_product_attention, softmax
+from autograder.assignments.a07_tiled_attention import reference as ref
 case = ref.MEMORY_CASE
 T, d = case["T"], case["d_head"]
 rng = np.random.default_rng(7)

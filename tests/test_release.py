@@ -5,9 +5,9 @@ import re
 import nbformat
 import pytest
 
-from autograder.grading import copy_course, run_nbgrader
-from autograder.notebook_cells import read
-from autograder.release import generate_release
+from autograder.nbgrader.grading import copy_course, run_nbgrader
+from autograder.nbgrader.notebook_cells import read
+from autograder.nbgrader.release import generate_release
 from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
 
 ASSIGNMENTS = sorted(p.name for p in (REPO / "source").iterdir() if p.is_dir())
@@ -39,7 +39,7 @@ def release_texts():
 
 
 SOURCE_NBS = sorted((REPO / "source").glob("*/*.ipynb"))
-HIDDEN_LINE = re.compile(r'^from autograder\.in_notebook import grade_step; grade_step\(globals\(\), "([^"]+)", "([^"]+)"\)$')
+HIDDEN_LINE = re.compile(r'^from autograder\.grader\.in_notebook import grade_step; grade_step\(globals\(\), "([^"]+)", "([^"]+)"\)$')
 
 
 @pytest.mark.parametrize("source", SOURCE_NBS, ids=lambda p: p.parent.name)
@@ -138,7 +138,7 @@ def test_validate_reports_every_failing_self_check_with_its_plain_message_first(
 
 
 def test_make_release_stops_on_a_file_that_is_not_on_the_allow_list(tmp_path, capsys):
-    from autograder import release
+    from autograder.nbgrader import release
 
     course = course_copy(tmp_path / "course")
     (course / "source" / ASSIGNMENT / "reference_solution.py").write_text("def softmax(x): ...\n")
@@ -156,7 +156,7 @@ def test_make_release_stops_on_a_file_that_is_not_on_the_allow_list(tmp_path, ca
 
 
 def test_make_release_prints_one_line_and_fails(monkeypatch, capsys):
-    from autograder import release
+    from autograder.nbgrader import release
 
     def refuse(*args, **kwargs):
         raise release.UnlistedFile("source/x/data.csv would be released but is not listed in c.ReleaseFiles.allowed")

@@ -1,6 +1,6 @@
 """The grader report (`make report`) meets every goal and the committed copy is current."""
 
-from autograder import report
+from autograder.examples import report
 
 
 def test_the_report_meets_every_goal_and_the_committed_copy_is_current(graded_class):

@@ -110,7 +110,7 @@ def test_a_normal_notebook_runs_with_numpy_and_the_student_package():
 
     executor = SandboxedExecute(timeout=10, wall_clock_limit=30, on_notebook_start=record_owner)
     nb, seconds = run(notebook(
-        "import numpy as np\nfrom attention_lab import plots\nprint(np.arange(12.0).reshape(3, 4).sum(axis=1))",
+        "import numpy as np\nfrom attention_lab.core import plots\nprint(np.arange(12.0).reshape(3, 4).sum(axis=1))",
         "import os\nprint(os.getuid(), os.getgid(), os.getcwd(), os.environ['HOME'], os.environ['NBGRADER_EXECUTION'])",
         "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.savefig('/tmp/figure.png')\n"
         "print(os.path.getsize('/tmp/figure.png') > 0)",
@@ -143,7 +143,7 @@ def course(tmp_path):
         "nbgrader_config.py": b"c = get_config()\n",
         "source/01_x/nb.ipynb": b'{"the": "solutions"}',
         "release/01_x/nb.ipynb": b'{"the": "release"}',
-        "autograder/reference.py": b"def softmax(x): return 'the reference'\n",
+        "autograder/assignments/a01_attention/reference.py": b"def softmax(x): return 'the reference'\n",
         "submitted/other-student/01_x/nb.ipynb": b'{"another": "submission"}',
         "autograded/other-student/01_x/nb.ipynb": b'{"another": "graded submission"}',
         "autograded/me/01_x/support.txt": b"a file next to my notebook",
@@ -156,16 +156,16 @@ def course(tmp_path):
 
 def test_the_course_directory_and_the_repository_are_invisible(course):
     root, files = course
-    reference_before = (REPO / "autograder/reference.py").read_bytes()
+    reference_before = (REPO / "autograder/assignments/a01_attention/reference.py").read_bytes()
     here = root / "autograded/me/01_x"
     reads = [("read", str(root / name)) for name in files]
     reads += [("read", "../../../gradebook.db"), ("read", "../../gradebook.db"), ("list", str(root)),
               ("list", str(here)), ("read", "/etc/shadow"), ("read", os.path.expanduser("~/.bash_history")),
-              ("read", str(REPO / "autograder/reference.py")), ("list", str(REPO / "source")),
+              ("read", str(REPO / "autograder/assignments/a01_attention/reference.py")), ("list", str(REPO / "source")),
               ("read", str(REPO / "nbgrader_config.py"))]
     writes = [("write", str(root / name)) for name in ("gradebook.db", "submitted/other-student/01_x/nb.ipynb",
                                                         "autograded/me/01_x/nb.ipynb", "new-file")]
-    writes += [("write", str(REPO / "autograder/reference.py")), ("write", str(REPO / "gradebook.db"))]
+    writes += [("write", str(REPO / "autograder/assignments/a01_attention/reference.py")), ("write", str(REPO / "gradebook.db"))]
     nb, _ = run(notebook(
         probing_cell(reads + writes),
         f"import os\nprint(os.path.exists({str(REPO)!r}), os.path.exists({os.path.expanduser('~')!r}))",
@@ -192,7 +192,7 @@ def test_the_course_directory_and_the_repository_are_invisible(course):
         assert (root / name).read_bytes() == content
     assert not (root / "new-file").exists() and not (REPO / "attention_lab" / "evil.py").exists()
     assert not (REPO / "gradebook.db").exists() or b"learner" not in (REPO / "gradebook.db").read_bytes()
-    assert reference_before == (REPO / "autograder/reference.py").read_bytes()
+    assert reference_before == (REPO / "autograder/assignments/a01_attention/reference.py").read_bytes()
     assert execution(nb)["status"] == "ok"
 
 

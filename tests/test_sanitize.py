@@ -16,9 +16,9 @@ from nbconvert.exporters import HTMLExporter
 from traitlets.config import Config
 
 import nbgrader
-from autograder import hostile_payloads as payloads
-from autograder.notebook_cells import read, solution_cells
-from autograder.sanitize import (clean_html, inert_markdown, is_clean, render_markdown, sanitize_notebook,
+from autograder.examples import hostile_payloads as payloads
+from autograder.nbgrader.notebook_cells import read, solution_cells
+from autograder.nbgrader.sanitize import (clean_html, inert_markdown, is_clean, render_markdown, sanitize_notebook,
                                  sanitize_output)
 from conftest import RELEASE_NB, REPO, SOURCE_NB
 

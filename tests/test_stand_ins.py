@@ -1,8 +1,8 @@
 """One mistake, one charge: each step is graded on its own, whatever is wrong with the earlier functions it calls.
 
 In-process (the model of ``nbgrader autograde``; ``test_grading`` checks nbgrader gives the same scores):
-the probe's recording and stand-ins (:mod:`attention_lab.probe`), the grader's passes
-(:mod:`autograder.stand_ins`), and broken earlier functions of every kind in every assignment.
+the probe's recording and stand-ins (:mod:`attention_lab.core.probe`), the grader's passes
+(:mod:`autograder.grader.stand_ins`), and broken earlier functions of every kind in every assignment.
 """
 
 import re
@@ -10,10 +10,12 @@ import re
 import numpy as np
 import pytest
 
-from attention_lab import probe, wire
-from autograder import assignments, hostile, stand_ins
-from autograder.answers import answer_namespace, source_solutions
-from autograder.in_process import grade_answers, grader_for, kernel_results
+from attention_lab.core import probe, values as wire
+from autograder import assignments
+from autograder.examples import hostile
+from autograder.grader import stand_ins
+from autograder.grader.answers import answer_namespace, source_solutions
+from autograder.grader.in_process import grade_answers, grader_for, kernel_results
 
 ASSIGNMENTS = assignments.all_assignments()
 A1 = ASSIGNMENTS["01_scaled_dot_product_attention"]
@@ -205,7 +207,7 @@ def test_calls_that_never_settle_stop_after_the_bound_and_earn_nothing(monkeypat
 
 
 def test_stashing_the_stand_ins_answers_and_replaying_them_gains_nothing():
-    """The hostile submission of autograder.hostile, in-process: attention cannot replay its own reference values."""
+    """The hostile submission of autograder.examples.hostile, in-process: attention cannot replay its own reference values."""
     results = grade_answers(A1, dict(hostile.STASH_AND_REPLAY))
     honest = grade_answers(A1, {"scaled_dot_product_attention": hostile.UNWRITTEN_ATTENTION})
     assert {g: r.score for g, r in results.items()} == {g: r.score for g, r in honest.items()}
@@ -221,7 +223,7 @@ def test_an_earlier_function_returning_an_object_that_cannot_be_sent_is_still_st
 
 
 def test_the_instructors_in_notebook_grading_runs_the_stand_in_passes_too(capsys):
-    from autograder.in_notebook import grade_step
+    from autograder.grader.in_notebook import grade_step
 
     namespace = answer_namespace(A1.name, A1.notebook, {"softmax": "def softmax(x, axis=-1):\n"
                                                                    "    raise NotImplementedError()"})

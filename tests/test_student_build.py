@@ -27,7 +27,7 @@ def test_it_builds_a_wheel_with_only_attention_lab(edition, tmp_path):
                     "-w", str(tmp_path), str(edition)], check=True, capture_output=True)
     wheel = next(tmp_path.glob("attention_lab_student-*.whl"))
     files = zipfile.ZipFile(wheel).namelist()
-    assert any(f.startswith("attention_lab/worked_cases/") and f.endswith(".json") for f in files)
+    assert "attention_lab/a01_attention/worked_cases.json" in files
     assert all(f.startswith(("attention_lab/", "attention_lab_student-")) for f in files), files
 
 
@@ -38,7 +38,7 @@ import sys
 sys.meta_path = [f for f in sys.meta_path if "editable" not in str(f).lower()]
 sys.path.insert(0, {str(edition)!r})
 import numpy as np
-import attention_lab.checks, attention_lab.worked, attention_lab.explorer, attention_lab.probe
+import attention_lab.a01_attention.checks, attention_lab.core.worked, attention_lab.a01_attention.visual, attention_lab.core.probe
 assert attention_lab.__file__.startswith({str(edition)!r}), attention_lab.__file__
 try:
     import autograder
@@ -47,7 +47,7 @@ except ImportError:
 def softmax(x, axis=-1):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
-attention_lab.checks.check_softmax(softmax)
+attention_lab.a01_attention.checks.check_softmax(softmax)
 print("self-check ran")
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=edition.parent)

@@ -1,6 +1,6 @@
 """One submission cannot stall the class: every limit, just over (not graded, with which limit) and just under (graded).
 
-Each student is graded by ``autograder.student_job.run_student`` (a child process with a memory and a
+Each student is graded by ``autograder.nbgrader.student_job.run_student`` (a child process with a memory and a
 wall-clock budget) in a course directory of its own, with the limits set in its ``nbgrader_config.py``
 around an honest submission of assignment 1; a student that is not graded leaves no gradebook rows
 and no autograded or feedback folder.
@@ -12,10 +12,11 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook, MissingEntry
 
-from autograder import grading
-from autograder import hostile_payloads as payloads
-from autograder.notebook_cells import fill_release, read, solution_cells
-from autograder.student_job import grade_student, run_student
+from autograder.course import COURSE_ID
+from autograder.nbgrader import grading
+from autograder.examples import hostile_payloads as payloads
+from autograder.nbgrader.notebook_cells import fill_release, read, solution_cells
+from autograder.nbgrader.student_job import grade_student, run_student
 from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
 
 
@@ -54,7 +55,7 @@ def fresh_config(course):
 
 
 def left_nothing(course, student) -> bool:
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=grading.COURSE_ID) as gradebook:
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
         try:
             gradebook.find_submission(ASSIGNMENT, student)
             return False
@@ -128,7 +129,7 @@ def test_the_wall_clock_budget_kills_the_job_leaves_no_rows_and_the_next_student
     assert not result.graded and result.reason == (
         "grading it took longer than the wall-clock budget of 45 s (StudentBudget.wall_clock_seconds), so it was stopped")
     assert left_nothing(course, "slow")
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=grading.COURSE_ID) as gradebook:
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
         with pytest.raises(MissingEntry):
             gradebook.find_student("slow")
     assert run_student(course, ASSIGNMENT, "after-slow").graded and total(course, "after-slow") == 10

@@ -7,11 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from autograder import reference, reference_kv_cache, reference_multi_head
-from autograder.a06_gradients.reference import numerical_gradient, relative_error
-from autograder.a09_tiny_gpt import data, model
-from autograder.a09_tiny_gpt.backward import cross_entropy, forward_with_tape, loss_and_gradients
-from autograder.a09_tiny_gpt.model import (
+from autograder.assignments.a01_attention import reference
+from autograder.assignments.a05_kv_cache import reference as reference_kv_cache
+from autograder.assignments.a02_multi_head import reference as reference_multi_head
+from autograder.assignments.a06_gradients.reference import numerical_gradient, relative_error
+from autograder.assignments.a09_tiny_gpt import data, model
+from autograder.assignments.a09_tiny_gpt.backward import cross_entropy, forward_with_tape, loss_and_gradients
+from autograder.assignments.a09_tiny_gpt.model import (
     TRAINING_FILE,
     WEIGHTS_FILE,
     Config,
@@ -23,7 +25,7 @@ from autograder.a09_tiny_gpt.model import (
     load_weights,
     sample_token,
 )
-from autograder.a09_tiny_gpt.train import EVAL_SEED, Schedule, evaluate, train
+from autograder.assignments.a09_tiny_gpt.train import EVAL_SEED, Schedule, evaluate, train
 
 SMALL = Config(vocab_size=7, block_size=8, d_model=8, n_heads=2, n_layers=2, d_mlp=12)
 

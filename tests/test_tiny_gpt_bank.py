@@ -5,8 +5,8 @@ hidden prompts keep the top-2 logit margin the spec needs."""
 import numpy as np
 import pytest
 
-from autograder.a09_tiny_gpt import draft_bank as bank
-from autograder.draft_rewrites import Edit, Rewrite, apply_edit, apply_rewrite, call, compare, run_cells
+from autograder.assignments.a09_tiny_gpt import bank
+from autograder.grader.draft_rewrites import Edit, Rewrite, apply_edit, apply_rewrite, call, compare, run_cells
 
 # mistakes may overflow or divide by zero on purpose
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -121,7 +121,7 @@ def test_the_exposing_cases_need_the_cache():
 
 def _random_calls(seed):
     """Random calls beyond the hidden cases, under the committed weights: token sequences, cache splits, logits."""
-    from autograder.a09_tiny_gpt import model
+    from autograder.assignments.a09_tiny_gpt import model
 
     rng = np.random.default_rng(2000 + seed)
     params = bank.committed_parameters()

@@ -4,9 +4,9 @@ and shown able to fail (it is false for the untrained model)."""
 import numpy as np
 import pytest
 
-from autograder.a09_tiny_gpt import analysis
-from autograder.a09_tiny_gpt.findings import FINDINGS, false_findings, measure
-from autograder.a09_tiny_gpt.model import Config, init_parameters, load_weights
+from autograder.assignments.a09_tiny_gpt import analysis
+from autograder.assignments.a09_tiny_gpt.findings import FINDINGS, false_findings, measure
+from autograder.assignments.a09_tiny_gpt.model import Config, init_parameters, load_weights
 
 
 @pytest.fixture(scope="module")
@@ -49,11 +49,11 @@ def test_pattern_keys_hand_worked():
 
 
 def test_design_note_is_current(trained):
-    from autograder.a09_tiny_gpt import design, draft_bank
-    from autograder.draft_rewrites import replace_generated
+    from autograder.assignments.a09_tiny_gpt import design, bank
+    from autograder.grader.draft_rewrites import replace_generated
 
     text = design.DESIGN.read_text(encoding="utf-8")
     assert replace_generated(text, design.generated(trained)) == text, (
-        "autograder/a09_tiny_gpt/DESIGN.md is stale: run .venv/bin/python -m autograder.a09_tiny_gpt.design")
-    for name in [*draft_bank.CORRECT, *draft_bank.MISTAKES]:
+        "autograder/assignments/a09_tiny_gpt/DESIGN.md is stale: run .venv/bin/python -m autograder.assignments.a09_tiny_gpt.design")
+    for name in [*bank.CORRECT, *bank.MISTAKES]:
         assert f"**{name}**" in text, name

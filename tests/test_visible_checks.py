@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-from attention_lab import checks
-from autograder import reference
-from autograder.notebook_cells import read, solution_cells
-from autograder.variants.assignment1 import CORRECT, MISTAKES
+from attention_lab.a01_attention import checks
+from autograder.assignments.a01_attention import reference
+from autograder.nbgrader.notebook_cells import read, solution_cells
+from autograder.assignments.a01_attention.bank import CORRECT, MISTAKES
 from conftest import SOURCE_NB
 from notebook_harness import namespace_with
 

@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 
 import attention_lab
-from attention_lab import worked
+from attention_lab.core import worked
 from autograder import assignments as discovery
-from autograder import worked_cases as generator
-from autograder.answers import answer_namespace
+from autograder.grader import worked_cases as generator
+from autograder.grader.answers import answer_namespace
 from autograder.assignments import all_assignments
-from autograder.spec import Assignment, Case, Variant
-from autograder.variants.assignment1 import CORRECT, MISTAKES
+from autograder.grader.spec import Assignment, Case, Variant
+from autograder.assignments.a01_attention.bank import CORRECT, MISTAKES
 from conftest import ASSIGNMENT as A1, NOTEBOOK as NB1, REPO
 
 FUNCTIONS_1 = ("softmax", "attention_scores", "causal_mask", "scaled_dot_product_attention",
@@ -101,7 +101,7 @@ def test_generation_is_deterministic():
 
 @pytest.mark.parametrize("name", WITH_WORKED_CASES)
 def test_committed_worked_cases_are_current(name):
-    """``python -m autograder.worked_cases --check`` for this assignment; on failure, run the command."""
+    """``python -m autograder worked-cases --check`` for this assignment; on failure, run the command."""
     assert generator.file_problems(generator.OUTPUT, all_assignments()[name]) == []
 
 
@@ -111,12 +111,13 @@ def test_no_left_over_worked_case_files():
 
 def test_worked_cases_ship_with_the_package():
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert "attention_lab.worked_cases" in config["packages"]
-    patterns = config["package-data"]["attention_lab.worked_cases"]
+    assert "attention_lab*" in config["packages"]["find"]["include"]
+    patterns = config["package-data"]["attention_lab"]
     package = Path(attention_lab.__file__).parent
-    shipped = {p for pattern in patterns for p in (package / "worked_cases").glob(pattern)}
-    assert set(generator.OUTPUT.glob("*.json")) <= shipped
-    assert generator.OUTPUT == package / "worked_cases"
+    shipped = {p for pattern in patterns for p in package.glob(pattern)}
+    stored = {generator.OUTPUT / generator.file_name(name) for name in WITH_WORKED_CASES}
+    assert stored and stored <= shipped
+    assert generator.OUTPUT == package
 
 
 @pytest.fixture
@@ -134,20 +135,21 @@ def test_check_command_reports_missing_stale_and_left_over_files(tmp_path, only_
     assert "is missing" in capsys.readouterr().err
     assert generator.main(["--output", str(out)]) == 0
     assert generator.main(["--check", "--output", str(out)]) == 0
-    path = out / f"{A1}.json"
+    path = out / generator.file_name(A1)
     path.write_text(path.read_text().replace("0.3333333333333333", "0.3333", 1))
     assert generator.main(["--check", "--output", str(out)]) == 1
     err = capsys.readouterr().err
-    assert "is stale" in err and "run `python -m autograder.worked_cases`" in err
-    (out / "99_gone.json").write_text("{}")
+    assert "is stale" in err and "run `python -m autograder worked-cases`" in err
+    (out / "a99_gone").mkdir()
+    (out / "a99_gone" / "worked_cases.json").write_text("{}")
     generator.main(["--output", str(out)])
-    assert not (out / "99_gone.json").exists()
+    assert not (out / "a99_gone" / "worked_cases.json").exists()
     assert generator.main(["--check", "--output", str(out)]) == 0
 
 
 def test_last_bit_differences_between_cpus_are_not_stale(tmp_path, only_a_small_assignment_1):
     generator.write(tmp_path)
-    path = tmp_path / f"{A1}.json"
+    path = tmp_path / generator.file_name(A1)
     text = path.read_text()
     third = 1 / 3
     path.write_text(text.replace(repr(third), repr(float(np.nextafter(third, 1.0))), 1))
@@ -249,7 +251,7 @@ def test_a_broken_assignment_does_not_hide_the_others(tmp_path, monkeypatch, cap
     monkeypatch.setattr(discovery, "all_assignments", lambda: {A1: small, "98_no_notebook": broken})
     assert generator.main(["--output", str(tmp_path)]) == 1
     assert "FAILED 98_no_notebook" in capsys.readouterr().out
-    assert (tmp_path / f"{A1}.json").is_file()
+    assert (tmp_path / generator.file_name(A1)).is_file()
 
 
 # ---------------------------------------------------------------- assignment 1: mistakes named, correct answers pass
@@ -424,12 +426,12 @@ def test_a_case_that_must_not_warn():
 def test_unknown_function_and_assignment_are_named():
     with pytest.raises(LookupError, match="no worked cases for nothing_here"):
         worked.check_worked_cases(A1, "nothing_here", _softmax)
-    with pytest.raises(FileNotFoundError, match="python -m autograder.worked_cases"):
+    with pytest.raises(FileNotFoundError, match="python -m autograder worked-cases"):
         worked.check_worked_cases("00_no_such_assignment", "softmax", _softmax)
 
 
 # ---------------------------------------------------------------- the student package stands alone
-STUDENT_MODULES = sorted(f"attention_lab.{m.name}" for m in pkgutil.walk_packages(attention_lab.__path__))
+STUDENT_MODULES = sorted(m.name for m in pkgutil.walk_packages(attention_lab.__path__, "attention_lab."))
 
 
 def test_the_student_package_never_imports_autograder():

@@ -22,10 +22,10 @@ c.CourseDirectory.course_id = "$course_id"
 c.Exchange.root = "$exchange"
 # nbgrader's collect trusts inbound folders' names and follows links in them: a student could submit in
 # another's name, or link the solutions in as their submission. This one sets such folders aside.
-c.ExchangeFactory.collect = "autograder.hub_exchange.VerifiedCollect"
+c.ExchangeFactory.collect = "autograder.hub.exchange.VerifiedCollect"
 
 # Late submissions: nbgrader compares each submission's timestamp with the assignment's due date
 # (set it in Formgrader or with `nbgrader db assignment add NAME --duedate="YYYY-MM-DD HH:MM:SS UTC"`)
 # and asks this plugin for the penalty: a share of the score per started day late.
-c.AssignLatePenalties.plugin_class = "autograder.late_penalty.PercentPerDayLate"
+c.AssignLatePenalties.plugin_class = "autograder.nbgrader.late_penalty.PercentPerDayLate"
 c.PercentPerDayLate.percent_per_day = 10

@@ -23,7 +23,7 @@ Conventions shared with earlier assignments:
 
 * ``−inf`` logits get probability 0 and a row whose logits are all ``−inf``
   gets all-zero probabilities, without NaN or warning — as
-  ``masked_softmax`` of assignment 4 (``autograder/reference_masking.py``).
+  ``masked_softmax`` of assignment 4 (``autograder/assignments/a04_masking/reference.py``).
 * The causal mask for T_q ≠ T_k is aligned bottom-right, as assignment 5's
   ``causal_mask(T_q, T_k)``: the queries are the last T_q of the T_k
   positions, so query i may see key j when j ≤ i + T_k − T_q; T_q > T_k is
@@ -40,9 +40,9 @@ import tracemalloc
 
 import numpy as np
 
-from autograder.reference import scaled_dot_product_attention
-from autograder.reference_kv_cache import causal_mask
-from autograder.validation import as_float_array, require_bool, require_positive_int, require_same
+from autograder.assignments.a01_attention.reference import scaled_dot_product_attention
+from autograder.assignments.a05_kv_cache.reference import causal_mask
+from autograder.assignments.validation import as_float_array, require_bool, require_positive_int, require_same
 
 #: Codes of :func:`tile_schedule`.
 SKIPPED, MASKED, FULL = 0, 1, 2

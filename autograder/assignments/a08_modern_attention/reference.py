@@ -8,7 +8,7 @@
       x'_{2i + 1} = x_{2i} sin mθ_i + x_{2i+1} cos mθ_i.
 
   As a matrix on a column vector this is R_m x with exactly the block-diagonal matrix
-  R_m = ``offset_rotation(m, d_head)`` of assignment 3 (``autograder/reference_positional.py``;
+  R_m = ``offset_rotation(m, d_head)`` of assignment 3 (``autograder/assignments/a03_positional/reference.py``;
   the same θ_i = ω_i, the same 2 × 2 blocks [[cos, −sin], [sin, cos]] on (2i, 2i + 1)). Our
   vectors are rows, so ``apply_rope(x, m) = x @ R_mᵀ = x @ R_{−m}``. Then (eq. 16)
 
@@ -46,10 +46,10 @@ import math
 
 import numpy as np
 
-from autograder.reference import attention_scores, scaled_dot_product_attention, softmax
-from autograder.reference_kv_cache import causal_mask
-from autograder.reference_multi_head import merge_heads, split_heads
-from autograder.validation import as_float_array, broadcast_mask, require_bool, require_positive_int, require_same
+from autograder.assignments.a01_attention.reference import attention_scores, scaled_dot_product_attention, softmax
+from autograder.assignments.a05_kv_cache.reference import causal_mask
+from autograder.assignments.a02_multi_head.reference import merge_heads, split_heads
+from autograder.assignments.validation import as_float_array, broadcast_mask, require_bool, require_positive_int, require_same
 
 BASE = 10000.0  # θ_i = BASE^(−2i/d_head), as assignment 3's ω_i and the RoFormer paper
 

@@ -1,0 +1,151 @@
+"""Helpers shared by the visible self-check modules (``checks``, ``multi_head_checks``, ...).
+
+A self-check prints one line per passed test and stops at the first failure
+with a :class:`~attention_lab.core.worked.SelfCheckFailed` in plain words, which a
+notebook shows as that message alone (no frames of this package). Every call
+into a learner's function goes through :func:`call_recording_warnings`, so
+that each self-check checks what the grader charges without hidden inputs:
+no exception, no endless loop, inputs left unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from typing import Callable
+
+import numpy as np
+
+from attention_lab.core.calls import time_limit
+from attention_lab.core.worked import SelfCheckFailed, changed_arguments, describe_failure, in_place_message
+
+CALL_SECONDS = 5.0  # a correct answer takes milliseconds on the checks' inputs
+
+
+def fail(message: str) -> None:
+    """Stop the self-check with ``message``.
+
+    Raises
+    ------
+    SelfCheckFailed
+        Always.
+    """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    raise SelfCheckFailed(message)
+
+
+def ok(message: str) -> None:
+    """Print one passed test as a ticked line."""
+    print(f"✓ {message}")
+
+
+def learner_name(function) -> str:
+    """The name a message uses for a learner's function."""
+    return getattr(function, "__name__", "your function")
+
+
+def _copy(value):
+    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
+
+def call_recording_warnings(function: Callable, *args, seconds: float = CALL_SECONDS,
+                            **kwargs) -> tuple[object, list[str]]:
+    """Call a learner's function on copies of its arrays, quietly and with a time limit; record its warnings.
+
+    This is how every visible self-check calls learners' code, so that each
+    checks what the grader charges without hidden inputs: the function must
+    not raise, must finish in time and must leave its inputs unchanged.
+    Warnings are recorded with NumPy's default error handling (overflow, 0/0
+    and log 0 warn; underflow to 0 is harmless and does not).
+
+    Parameters
+    ----------
+    function : callable
+    *args, **kwargs
+        Passed on to ``function``; arrays as copies, so a function that
+        modifies its inputs cannot spoil the inputs of later tests.
+    seconds : float
+        Time limit for the call.
+
+    Returns
+    -------
+    result : object
+        What ``function`` returned.
+    warnings : list of str
+        ``"RuntimeWarning: overflow encountered in exp"``, ... in the order emitted.
+
+    Raises
+    ------
+    SelfCheckFailed
+        If the function raises (naming the error, or saying that it is not
+        answered yet), runs out of time, or modifies an array argument in
+        place (naming the argument).
+    """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    used_args, used_kwargs = tuple(_copy(a) for a in args), {k: _copy(v) for k, v in kwargs.items()}
+    sink = io.StringIO()
+    try:
+        with warnings.catch_warnings(record=True) as caught, \
+                np.errstate(over="warn", divide="warn", invalid="warn", under="ignore"), \
+                contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), time_limit(seconds):
+            warnings.simplefilter("always")
+            result = function(*used_args, **used_kwargs)
+    except Exception as error:  # noqa: BLE001 — any failure of learners' code becomes a message
+        raise SelfCheckFailed(describe_failure(function, error, seconds)) from None
+    changed = changed_arguments(function, args, used_args, kwargs, used_kwargs)
+    if changed:
+        fail(in_place_message(learner_name(function), changed))
+    return result, [f"{w.category.__name__}: {w.message}" for w in caught]
+
+
+def call(function: Callable, *args, seconds: float = CALL_SECONDS, **kwargs):
+    """:func:`call_recording_warnings` without the warnings: what the function returned.
+
+    Raises
+    ------
+    SelfCheckFailed
+        If the function raises, runs out of time, or modifies an array argument in place.
+    """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    return call_recording_warnings(function, *args, seconds=seconds, **kwargs)[0]
+
+
+def float_array(what: str, value, shape: tuple[int, ...], *, sep: str = "; ", kinds: str = "f",
+                finite: bool = False) -> np.ndarray:
+    """``value`` if it is a NumPy array of ``shape`` with a floating-point dtype; otherwise a failure.
+
+    Parameters
+    ----------
+    what : str
+        How the messages name the value, e.g. ``"the output of multi_head_attention"``.
+    value : object
+    shape : tuple of int
+    sep : str
+        Joins each expectation to what was found (``"; "`` or ``", but "``);
+        every assignment keeps the wording its tests and notebooks show.
+    kinds : str
+        Accepted ``dtype.kind`` letters (``"f"``, or ``"fb"`` to accept bool too).
+    finite : bool
+        Also fail on NaN or inf.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``value`` itself.
+
+    Raises
+    ------
+    SelfCheckFailed
+        Saying what the value should be and what it is.
+    """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    if not isinstance(value, np.ndarray):
+        fail(f"{what} should be a NumPy array of shape {shape}{sep}it is a {type(value).__name__}")
+    if value.shape != shape:
+        fail(f"{what} should have shape {shape}{sep}it has shape {value.shape}")
+    if value.dtype.kind not in kinds:
+        fail(f"{what} should be a floating-point array{sep}its dtype is {value.dtype}")
+    if finite and not np.all(np.isfinite(value)):
+        fail(f"{what} contains NaN or inf")
+    return value

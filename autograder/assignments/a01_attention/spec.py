@@ -1,0 +1,267 @@
+"""Assignment 1 (scaled dot-product attention) as data for the grader: steps, hidden cases, variants.
+
+The hidden cases avoid inputs that hide mistakes (``shared/notes/mistakes.md``):
+T_q ≠ T_k, d_v ≠ d_k, d_k not a perfect square of a power that would make ÷d
+and ÷√d agree, mixed-sign logits, masks that are not all-True, batch
+dimensions, logits large enough to overflow ``exp`` without max subtraction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.assignments.a01_attention import reference
+from autograder.grader.spec import Assignment, Case, Step, Variant
+from autograder.assignments.a01_attention.bank import CORRECT, MISTAKES
+
+NAME = "01_scaled_dot_product_attention"
+PAIR = ("the output", "the weights")
+
+
+# ---- diagnoses: which property fails, when no known mistake matches --------------------------------
+
+def _scale_ratio(got, expected) -> float | None:
+    """The factor k with got ≈ k · expected, if the two differ only by a constant factor."""
+    norm = float(np.vdot(expected, expected))
+    if norm == 0.0 or not np.all(np.isfinite(got)):
+        return None
+    ratio = float(np.vdot(got, expected)) / norm
+    return ratio if np.allclose(got, ratio * expected, rtol=1e-4, atol=1e-9) else None
+
+
+def _row_sums(weights: np.ndarray, axis: int = -1) -> list[str]:
+    if not np.all(np.isfinite(weights)):
+        return ["Some values are NaN or infinite: does exp overflow, or is a whole row masked?"]
+    sums = weights.sum(axis=axis)
+    if np.allclose(sums, 1.0, atol=1e-6):
+        return []
+    notes = [f"The values along axis {axis} should sum to 1, but their sums range from "
+             f"{sums.min():.4g} to {sums.max():.4g}."]
+    for other in range(weights.ndim):
+        if other != axis % weights.ndim and np.allclose(weights.sum(axis=other), 1.0, atol=1e-6):
+            notes.append(f"They sum to 1 along axis {other} instead.")
+    return notes
+
+
+def _scaled(case, got, expected) -> list[str]:
+    if isinstance(got, np.ndarray) and isinstance(expected, np.ndarray):
+        if got.shape == expected.shape[:-2] + expected.shape[:-3:-1] and got.shape != expected.shape:
+            return ["The shape is (T_k, T_q): rows should be queries and columns keys."]
+        if got.shape == expected.shape:
+            ratio = _scale_ratio(got, expected)
+            if ratio is not None and not np.isclose(ratio, 1.0, rtol=1e-3):
+                d_k = case.args[0].shape[-1]
+                return [f"The result is {ratio:.4g} times the correct one (d_k = {d_k})."]
+    return []
+
+
+def _softmax(case, got, expected) -> list[str]:
+    if isinstance(got, np.ndarray) and got.shape == expected.shape:
+        return _row_sums(got, case.kwargs.get("axis", -1))
+    return []
+
+
+def _weights(case, got, expected) -> list[str]:
+    if not (isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[1], np.ndarray)
+            and got[1].shape == expected[1].shape):
+        return []
+    weights = got[1]
+    notes = _row_sums(weights)
+    mask = case.kwargs.get("mask")
+    if case.function == "causal_self_attention":
+        mask = np.tril(np.ones(weights.shape[-2:], dtype=bool))
+    if mask is not None and np.all(np.isfinite(weights)):
+        leaked = np.broadcast_to(~np.asarray(mask, dtype=bool), weights.shape) & (np.abs(weights) > 1e-9)
+        if leaked.any():
+            first = tuple(int(i) for i in np.argwhere(leaked)[0])
+            notes.append(f"A blocked position has weight {weights[first]:.4g} (index {first}): "
+                         "masked keys must get weight 0.")
+    return notes
+
+
+def _entropy(case, got, expected) -> list[str]:
+    if isinstance(got, np.ndarray) and got.shape == expected.shape:
+        ratio = _scale_ratio(got, expected)
+        if ratio is not None and not np.isclose(ratio, 1.0, rtol=1e-3):
+            return [f"The entropies are {ratio:.4g} times the correct ones: entropy here is in nats (natural log)."]
+    return []
+
+
+# ---- hidden cases, built in the grader from a seed (default: the one the course has always used) -----
+
+def _softmax_cases(seed: int = 1706):
+    rng = np.random.default_rng(seed)
+    axis_case = rng.normal(0.0, 3.0, size=(4, 3, 5))
+    return [
+        Case("probabilities along the last axis of a 2-D array", "softmax", (rng.normal(0.0, 3.0, size=(4, 7)),)),
+        Case("float32 logits", "softmax", (rng.normal(0.0, 3.0, size=(3, 5)).astype(np.float32),)),
+        Case("leading batch dimensions", "softmax", (rng.normal(0.0, 3.0, size=(2, 3, 6)),)),
+        Case("softmax(x, axis=0)", "softmax", (axis_case,), {"axis": 0}),
+        Case("softmax(x, axis=-2)", "softmax", (axis_case,), {"axis": -2}),
+        Case("logits of size 1e3–1e4 stay finite (numerical stability)", "softmax",
+             (np.array([[1000.0, 1001.0, 1002.0], [-1e4, 0.0, 1e4]]),)),
+        Case("large random logits stay finite", "softmax", (rng.normal(0.0, 1e3, size=(3, 4)),)),
+        Case("float32 logits of size 100 stay finite", "softmax",
+             (np.array([[100.0, 0.0, -50.0], [90.0, 95.0, 0.0]], dtype=np.float32),)),
+    ]
+
+
+def _qk(seed):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(5, 8)), rng.normal(size=(7, 8)),
+            rng.normal(size=(2, 3, 4, 6)), rng.normal(size=(2, 3, 5, 6)))
+
+
+def _score_cases(seed: int = 2017):
+    Q, K, Qb, Kb = _qk(seed)
+    return [
+        Case("Q Kᵀ with shape (T_q, T_k) when T_q ≠ T_k (scale=False)", "attention_scores", (Q, K), {"scale": False},
+             outputs=("the scores",)),
+        Case("leading batch dimensions (scale=False)", "attention_scores", (Qb, Kb), {"scale": False},
+             outputs=("the scores",)),
+    ]
+
+
+def _scaling_cases(seed: int = 1955):
+    Q, K, Qb, Kb = _qk(seed)
+    return [
+        Case("default scale=True divides by √d_k (d_k = 8)", "attention_scores", (Q, K), outputs=("the scores",)),
+        Case("scale=True with leading batch dimensions (d_k = 6)", "attention_scores", (Qb, Kb), {"scale": True},
+             outputs=("the scores",)),
+    ]
+
+
+def _mask_cases(seed: int | None = None):
+    # hand-chosen sizes: the seed does not change them. Not T = 1, where a flipped mask is right by accident
+    # (the visible self-check tries T = 1).
+    return [Case(f"causal_mask({T})", "causal_mask", (T,), outputs=("the mask",)) for T in (4, 7, 2, 12)]
+
+
+def _attention_cases(seed: int = 1409):
+    rng = np.random.default_rng(seed)
+
+    def some_mask(shape):
+        m = rng.random(shape) < 0.55
+        m[..., rng.integers(shape[-1])] = True  # every query may attend to at least one key
+        return m
+
+    name = "scaled_dot_product_attention"
+    return [
+        Case("no mask, T_q ≠ T_k, d_v ≠ d_k", name,
+             (rng.normal(0, 1.5, (4, 6)), rng.normal(0, 1.5, (7, 6)), rng.normal(size=(7, 3))), outputs=PAIR),
+        Case("causal mask, T = 6", name,
+             (rng.normal(0, 1.5, (6, 5)), rng.normal(0, 1.5, (6, 5)), rng.normal(size=(6, 4))),
+             {"mask": np.tril(np.ones((6, 6), dtype=bool))}, outputs=PAIR),
+        Case("a (T_q, T_k) mask broadcast over batch dimensions", name,
+             (rng.normal(0, 1.5, (2, 3, 4, 6)), rng.normal(0, 1.5, (2, 3, 5, 6)), rng.normal(size=(2, 3, 5, 2))),
+             {"mask": some_mask((4, 5))}, outputs=PAIR),
+        Case("a per-batch mask with scale=False", name,
+             (rng.normal(size=(2, 4, 8)), rng.normal(size=(2, 6, 8)), rng.normal(size=(2, 6, 3))),
+             {"mask": some_mask((2, 4, 6)), "scale": False}, outputs=PAIR),
+    ]
+
+
+def _self_attention_cases(seed: int = 1017):
+    rng = np.random.default_rng(seed)
+    name = "causal_self_attention"
+    return [
+        Case("T = 5, d_model = 8, d_head = 4", name,
+             (rng.normal(size=(5, 8)), rng.normal(size=(8, 4)), rng.normal(size=(8, 4)), rng.normal(size=(8, 4))),
+             outputs=PAIR),
+        Case("T = 7, d_model = 6, d_head = 3, scale=False", name,
+             (rng.normal(size=(7, 6)), rng.normal(0, 0.5, (6, 3)), rng.normal(0, 0.5, (6, 3)),
+              rng.normal(size=(6, 3))), {"scale": False}, outputs=PAIR),
+    ]
+
+
+def _entropy_cases(seed: int = 1948):
+    rng = np.random.default_rng(seed)
+    rows = np.exp(rng.normal(0, 2, (2, 4, 6)))
+    causal = np.tril(rng.random((5, 5)) + 0.1)
+    name = "attention_entropy"
+    return [
+        Case("random rows with batch dimensions", name, (rows / rows.sum(-1, keepdims=True),),
+             outputs=("the entropies",)),
+        Case("causal rows containing exact zeros", name, (causal / causal.sum(-1, keepdims=True),),
+             outputs=("the entropies",)),
+        Case("one-hot and uniform rows", name, (np.vstack([np.eye(6)[[2, 5]], np.full((2, 6), 1 / 6)]),),
+             outputs=("the entropies",)),
+    ]
+
+
+# ---- worked cases: tiny inputs the visible self-checks show (numbers stored in attention_lab) ------
+
+def _worked_cases():
+    zeros = np.zeros((3, 2))
+    return (
+        Case("softmax of [[0, 0, 0], [1, 2, 3]]", "softmax", (np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]]),)),
+        Case("softmax of [[1000, 1001, 1002]] (large logits)", "softmax", (np.array([[1000.0, 1001.0, 1002.0]]),)),
+        Case("softmax of [[1, 2], [3, 5]] with axis=0", "softmax", (np.array([[1.0, 2.0], [3.0, 5.0]]),), {"axis": 0}),
+        Case("scores of Q = [[1, 0], [0, 1], [1, 1]], K = [[1, 2], [3, 4]], scale=False", "attention_scores",
+             (np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([[1.0, 2.0], [3.0, 4.0]])), {"scale": False},
+             outputs=("the scores",)),
+        Case("scaled scores of q = (2, 0, 0, 0) with keys (2, 0, 0, 0) and (0, 0, 0, 0) (d_k = 4)",
+             "attention_scores", (np.array([[2.0, 0.0, 0.0, 0.0]]), np.array([[2.0, 0.0, 0.0, 0.0], [0.0] * 4])),
+             outputs=("the scores",)),
+        Case("causal_mask(3)", "causal_mask", (3,), outputs=("the mask",)),
+        Case("zero queries and keys, T = 3, causal mask, V = I", "scaled_dot_product_attention",
+             (zeros, zeros, np.eye(3)), {"mask": np.tril(np.ones((3, 3), dtype=bool))}, outputs=PAIR),
+        Case("scores (−2, 7) where key 1 is blocked for query 0 (d_k = 1)", "scaled_dot_product_attention",
+             (np.array([[1.0], [1.0]]), np.array([[-2.0], [7.0]]), np.array([[1.0, 0.0], [0.0, 1.0]])),
+             {"mask": np.array([[True, False], [True, True]])}, outputs=PAIR),
+        Case("x = [[1, 0], [0, 1], [1, 1]] with W_q = W_k = I, W_v = [[1, 2], [3, 4]]", "causal_self_attention",
+             (np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.eye(2), np.eye(2), np.array([[1.0, 2.0], [3.0, 4.0]])),
+             outputs=PAIR),
+        Case("entropy of one-hot, half-half and uniform rows over 3 keys", "attention_entropy",
+             (np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]]),), outputs=("the entropies",)),
+    )
+
+
+ASSIGNMENT = Assignment(
+    name=NAME,
+    notebook="scaled_dot_product_attention.ipynb",
+    reference={
+        "softmax": reference.softmax,
+        "attention_scores": reference.attention_scores,
+        "causal_mask": reference.causal_mask,
+        "scaled_dot_product_attention": reference.scaled_dot_product_attention,
+        "causal_self_attention": reference.causal_self_attention,
+        "attention_entropy": reference.attention_entropy,
+    },
+    steps=(
+        Step("test_softmax", "softmax", _softmax_cases, _softmax),
+        Step("test_attention_scores", "scores", _score_cases, _scaled),
+        Step("test_scaling", "scaling", _scaling_cases, _scaled),
+        Step("test_causal_mask", "mask", _mask_cases),
+        Step("test_scaled_dot_product_attention", "attention", _attention_cases, _weights),
+        Step("test_causal_self_attention", "self_attn", _self_attention_cases, _weights),
+        Step("test_attention_entropy", "entropy", _entropy_cases, _entropy),
+    ),
+    correct=CORRECT,
+    mistakes=MISTAKES,
+    worked_cases=_worked_cases(),
+    example_students={
+        "cai-einsum-and-1e9": Variant("correct, written differently: einsum, −1e9, ~triu",
+                                      {**CORRECT["einsum"].cells, **CORRECT["large_negative_fill"].cells}),
+        "dan-mask-flipped": MISTAKES["mask_flipped"],
+        "eva-diagonal-blocked": MISTAKES["diagonal_blocked"],
+        "fei-softmax-wrong-axis": MISTAKES["softmax_wrong_axis"],
+        "gil-divides-by-d": MISTAKES["scale_by_d"],
+        "hal-no-scaling": MISTAKES["no_scaling"],
+        "ida-mask-with-zero": MISTAKES["mask_with_zero"],
+        "jon-no-max-subtraction": MISTAKES["softmax_no_max_subtraction"],
+        "kay-mask-after-softmax": MISTAKES["mask_after_softmax"],
+        # earlier functions wrong in ways the bank has no name for: only their own step loses points
+        "lea-softmax-unfinished": Variant("softmax left as the release's stub; everything else correct",
+                                          {"softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()\n"},
+                                          frozenset({"test_softmax"})),
+        "max-mask-as-floats": Variant("causal_mask returns 0.0/1.0 floats and attention an extra leading axis", {
+            "causal_mask": "def causal_mask(T):\n    return np.tril(np.ones((T, T)))\n",
+            "scaled_dot_product_attention": '''
+def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
+    scores = attention_scores(Q, K, scale=scale)
+    weights = softmax(scores if mask is None else np.where(mask, scores, -np.inf))
+    return (weights @ V)[None], weights[None]
+'''}, frozenset({"test_causal_mask", "test_scaled_dot_product_attention"})),
+    },
+)

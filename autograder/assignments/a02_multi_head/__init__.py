@@ -1,0 +1,1 @@
+"""Assignment 2, multi-head attention: ``spec``, ``reference`` and ``bank``."""

@@ -1,0 +1,1 @@
+"""Assignment 3, positional encoding: ``spec``, ``reference`` and ``bank``."""

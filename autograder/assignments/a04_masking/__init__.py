@@ -1,0 +1,1 @@
+"""Assignment 4, masks and numerical stability: ``spec``, ``reference`` and ``bank``."""

@@ -1,0 +1,1 @@
+"""Assignment 5, incremental decoding with a KV cache: ``spec``, ``reference`` and ``bank``."""

@@ -1,0 +1,1 @@
+"""The example class and the hostile bank that ``make demo`` and ``make report`` grade, and the report."""

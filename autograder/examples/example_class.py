@@ -1,0 +1,155 @@
+"""The embedded example class for every assignment, and ``make demo``, which grades it.
+
+Each student hands in the release notebook filled in the way a learner
+would. Two students hand in every assignment: ``ada-correct`` (the complete
+correct solution) and ``ben-untouched`` (the release as it is); the others
+come from each assignment's ``example_students`` (``autograder.assignment<N>``):
+correct answers written differently and one submission per common mistake.
+``make demo`` builds them in a temporary course directory — never in a real
+class's ``submitted/`` or gradebook — grades them with ``nbgrader autograde``
+(through the sandbox and the out-of-kernel comparison configured in
+``nbgrader_config.py``), writes feedback, prints one table per assignment and
+a class overview, and saves ``grades.csv`` and the feedback under
+``demo-output/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from autograder import assignments
+from autograder.nbgrader import grading
+from autograder.nbgrader.notebook_cells import fill_release, read, solution_cells
+from autograder.grader.spec import Assignment, Variant
+from autograder.course import REPO
+
+
+CORRECT_STUDENT = "ada-correct"
+UNTOUCHED = "ben-untouched"  # hands in the release as it is: loses points everywhere
+
+
+def students_of(assignment: Assignment) -> dict[str, Variant | None]:
+    """Student id → the answer handed in (None: the untouched release) for one assignment."""
+    return {CORRECT_STUDENT: Variant("the complete, correct solution", {}), UNTOUCHED: None,
+            **assignment.example_students}
+
+
+def expected_losses(assignment: Assignment, student: str) -> set[str]:
+    """The steps where ``student`` must lose points: all for the untouched release, else the variant's ``breaks``."""
+    variant = students_of(assignment)[student]
+    return {step.grade_id for step in assignment.steps} if variant is None else set(variant.breaks)
+
+
+def build_submissions(course_dir: Path, assignment: Assignment, repo: Path = REPO) -> list[str]:
+    """Create ``course_dir/submitted/<student>/<assignment>/<notebook>`` for every example student.
+
+    The correct answers come from the source notebook's solution cells, so
+    the example class follows edits to ``source/``.
+    """
+    release_nb = read(repo / "release" / assignment.name / assignment.notebook)
+    solutions = solution_cells(read(repo / "source" / assignment.name / assignment.notebook))
+    for student, variant in students_of(assignment).items():
+        nb = release_nb if variant is None else fill_release(release_nb, {**solutions, **variant.cells})
+        target = course_dir / "submitted" / student / assignment.name
+        target.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, str(target / assignment.notebook))
+    return list(students_of(assignment))
+
+
+def prepare_course(course_dir: Path, names: list[str] | None = None, repo: Path = REPO) -> dict[str, list[str]]:
+    """A fresh course directory with the repository's config and source, and the example submissions.
+
+    Returns
+    -------
+    dict
+        assignment name → its example students.
+    """
+    grading.copy_course(repo, course_dir)
+    chosen = names or list(assignments.all_assignments())
+    return {name: build_submissions(course_dir, assignments.get(name), repo) for name in chosen}
+
+
+ClassResults = dict[str, tuple[list[str], list[grading.StudentResult]]]
+
+
+def run_demo(output_dir: Path, names: list[str] | None = None, repo: Path = REPO) -> ClassResults:
+    """Grade the example class in a temporary course directory; save grades.csv and feedback in ``output_dir``.
+
+    Returns
+    -------
+    dict
+        assignment name → (steps, per-student results).
+    """
+    output_dir.mkdir(parents=True, exist_ok=True)
+    results: ClassResults = {}
+    with tempfile.TemporaryDirectory(prefix="attention-lab-demo-") as tmp:
+        course_dir = Path(tmp)
+        for name, students in prepare_course(course_dir, names, repo).items():
+            results[name] = grading.grade_class(course_dir, name, students)
+        for folder in ("feedback", "autograded"):
+            shutil.rmtree(output_dir / folder, ignore_errors=True)
+            if (course_dir / folder).exists():
+                shutil.copytree(course_dir / folder, output_dir / folder)
+        shutil.copy(course_dir / "grading.log", output_dir / "grading.log")
+    grading.write_class_csv(output_dir / "grades.csv", results)
+    return results
+
+
+def overview(results: ClassResults) -> str:
+    """Class overview: one row per student, their total per assignment."""
+    names = list(results)
+    students = list(dict.fromkeys(r.student for _, rows in results.values() for r in rows))
+    headers = ["student", *(name.split("_", 1)[0] for name in names)]
+    rows = []
+    for student in students:
+        row = [student]
+        for name in names:
+            found = next((r for r in results[name][1] if r.student == student), None)
+            if found is None:
+                row.append("")
+            elif found.steps is None:
+                row.append("not graded")
+            else:
+                row.append(f"{found.total:g}/{sum(m for _, m in found.steps.values()):g}")
+        rows.append(row)
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [headers, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Grade the embedded example class of every assignment.")
+    parser.add_argument("assignments", nargs="*", help="assignment folders (default: all)")
+    parser.add_argument("--output", type=Path, default=REPO / "demo-output",
+                        help="where grades.csv and the feedback go (default: demo-output/)")
+    args = parser.parse_args(argv)
+    names = args.assignments or list(assignments.all_assignments())
+    count = sum(len(students_of(assignments.get(n))) for n in names)
+    print(f"Grading {count} example submissions of {len(names)} assignment(s) with nbgrader "
+          "in a temporary course directory ...")
+    results = run_demo(args.output.resolve(), names)
+    for name, (steps, rows) in results.items():
+        assignment = assignments.get(name)
+        print(f"\n{name}\n")
+        print(grading.format_table(steps, rows, name))
+        print("\nwho is who:")
+        for student, variant in students_of(assignment).items():
+            print(f"  {student:28s} {'the release, handed in without changes' if variant is None else variant.description}")
+    print("\nclass overview\n")
+    print(overview(results))
+    out = args.output.resolve()
+    print(f"\ngrades:   {out / 'grades.csv'}\nfeedback: {out / 'feedback'}/<student>/<assignment>/<notebook>.html"
+          f"\nlog:      {out / 'grading.log'}")
+    ungraded = [r.student for _, rows in results.values() for r in rows if r.steps is None]
+    return 1 if ungraded else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,572 @@
+"""Hostile and broken submissions, each with what the grader must do about it.
+
+Every case is a real submission folder graded by ``nbgrader autograde`` in
+the same run as honest students (:mod:`autograder.examples.report`): it must not
+crash the run, must not change anyone else's grade, must earn no more than
+its honest part (also by what the grader's stand-ins tell its code, see
+:mod:`autograder.grader.stand_ins`), and must leave a clear one-line reason where
+it was not graded or its kernel was stopped. The submissions are built on assignment 1;
+the defences (sandbox, out-of-kernel comparison, pre-checks) are the same for
+every assignment.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import nbformat
+
+from autograder.examples import hostile_payloads as payloads
+from autograder.nbgrader.notebook_cells import fill_release, nbgrader_meta
+
+ASSIGNMENT = "01_scaled_dot_product_attention"
+NOTEBOOK = "scaled_dot_product_attention.ipynb"
+FULL = 10.0
+# points of the steps before the causal mask's test cell (softmax 2, scores 1, scaling 1)
+BEFORE_MASK = 4.0
+
+
+@dataclass
+class Context:
+    """What a hostile submission is built from."""
+
+    course_dir: Path
+    release_nb: nbformat.NotebookNode
+    solutions: dict[str, str]
+
+
+@dataclass
+class Outcome:
+    """What grading did with one submission."""
+
+    total: float | None  # None: not graded
+    note: str
+    named: list[str]
+    autograded: nbformat.NotebookNode | None
+    feedback: str
+    course_dir: Path
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """A hostile or broken submission and the check of how it was handled.
+
+    ``build(folder, context)`` writes the submission into ``folder``;
+    ``check(outcome)`` returns None when it was handled as required, else what went wrong.
+    """
+
+    description: str
+    build: Callable[[Path, Context], None]
+    check: Callable[[Outcome], str | None]
+    student: str | None = None  # the submission folder's name, when the attack is in it (default hostile-<key>)
+
+
+# ---- building submissions ------------------------------------------------------------------------
+
+def _write(folder: Path, context: Context, cells: dict[str, str], edit=None) -> None:
+    nb = fill_release(context.release_nb, {**context.solutions, **cells})
+    if edit is not None:
+        edit(nb)
+    nbformat.write(nb, str(folder / NOTEBOOK))
+
+
+def with_cells(cells: Callable[[Context], dict[str, str]], edit=None):
+    return lambda folder, context: _write(folder, context, cells(context), edit)
+
+
+def prepend(cell: str, code: str):
+    """The correct solution with ``code`` run at the top of solution cell ``cell``."""
+    return with_cells(lambda c: {cell: f"{code}\n{c.solutions[cell]}"})
+
+
+def _drop_test_cells(nb) -> None:
+    nb.cells = [cell for cell in nb.cells if not (nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution"))]
+
+
+def _drop_mask_cells(nb) -> None:
+    nb.cells = [cell for cell in nb.cells if nbgrader_meta(cell).get("grade_id") not in ("causal_mask", "check_causal_mask")]
+
+
+def _edit_test_cells(nb) -> None:
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("grade") and not meta.get("solution"):
+            cell.source = f"print('all tests passed')\n{float(meta['points'])}"
+
+
+def _bogus_kernelspec(nb) -> None:
+    nb.metadata["kernelspec"] = {"name": "bash", "display_name": "Bash", "language": "bash"}
+
+
+def _duplicate_solution(nb) -> None:
+    index = next(i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("grade_id") == "causal_mask")
+    pasted = nbformat.from_dict(nb.cells[index])
+    pasted.id = f"{pasted.id}-pasted"  # JupyterLab gives a pasted cell a new id but keeps its nbgrader metadata
+    nb.cells.insert(index, pasted)
+
+
+def _widget_state(nb) -> None:
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {
+        "x": {"model_name": "ImageModel", "state": {"value": "A" * 200_000}}}}}
+
+
+def _huge_output(folder: Path, context: Context) -> None:
+    _write(folder, context, {"attention_entropy": "print('x' * 50_000_000)\n" + context.solutions["attention_entropy"]})
+
+
+def _probe_course_dir(context: Context) -> dict[str, str]:
+    """Try to read and write the course directory from inside the kernel; print what happened."""
+    root = context.course_dir
+    targets = [root / "gradebook.db", root / "source" / ASSIGNMENT / NOTEBOOK, root / "nbgrader_config.py",
+               root / "submitted" / "ada-correct" / ASSIGNMENT / NOTEBOOK]
+    code = f"""import os
+for _path in {[str(t) for t in targets]!r}:
+    try:
+        open(_path, 'rb').read(10)
+        print('READ', _path)
+    except Exception as _e:
+        print('DENIED', type(_e).__name__, _path)
+for _path in [{str(root / 'pwned.txt')!r}, {str(root / 'source' / 'pwned.txt')!r}]:
+    try:
+        open(_path, 'w').write('pwned')
+        print('WROTE', _path)
+    except Exception as _e:
+        print('DENIED', type(_e).__name__, _path)
+try:
+    import autograder.assignments.a01_attention.reference
+    print('IMPORTED autograder')
+except Exception as _e:
+    print('DENIED', type(_e).__name__, 'import autograder')
+"""
+    return {"softmax": code + context.solutions["softmax"]}
+
+
+# ---- checks ----------------------------------------------------------------------------------------
+
+def _expecting(text: str):
+    """Label a check with what it requires, in words (shown in the report)."""
+    def label(check):
+        check.expectation = text
+        return check
+    return label
+
+
+def graded(at_most: float, at_least: float | None = None, note: str | None = None):
+    """Graded, with a total in [at_least, at_most] and, if given, a note containing ``note``."""
+    low = at_most if at_least is None else at_least
+    expectation = (f"graded {at_most:g}/{FULL:g}" if low == at_most else f"graded {low:g}–{at_most:g}/{FULL:g}") + (
+        f", reason says “{note}”" if note else "")
+
+    def check(outcome: Outcome) -> str | None:
+        if outcome.total is None:
+            return outcome.note or "not graded"
+        if not low <= outcome.total <= at_most:
+            return f"total {outcome.total:g}, expected between {low:g} and {at_most:g}"
+        if note and note not in outcome.note:
+            return f"note {outcome.note!r} does not say {note!r}"
+        return None
+    return _expecting(expectation)(check)
+
+
+def as_honest(cells: Callable[[dict[str, str]], dict[str, str]], note: str | None = None):
+    """Graded exactly as the honest part of the submission, ``cells(solutions)``, graded in-process.
+
+    The honest part leaves out what the submission does to attack the grader, so a hostile
+    submission that gains anything by its attack fails this check.
+    """
+    def check(outcome: Outcome) -> str | None:
+        from autograder import assignments
+        from autograder.grader.answers import source_solutions
+        from autograder.grader.in_process import grade_answers
+
+        assignment = assignments.get(ASSIGNMENT)
+        solutions = source_solutions(ASSIGNMENT, NOTEBOOK)
+        honest = sum(v.score for v in grade_answers(assignment, cells(solutions)).values())
+        return graded(honest, honest, note)(outcome)
+    return _expecting("graded exactly as its honest part (its answers without the attack, graded in-process)")(check)
+
+
+def not_graded(words: str):
+    def check(outcome: Outcome) -> str | None:
+        if outcome.total is not None:
+            return f"graded ({outcome.total:g}) but should say why it cannot be"
+        return None if words in outcome.note else f"reason {outcome.note!r} does not say {words!r}"
+    return _expecting(f"not graded, reason says “{words}”")(check)
+
+
+@_expecting("every read, write and import denied inside the kernel; nothing written; graded 10/10")
+def _sandboxed(outcome: Outcome) -> str | None:
+    if outcome.autograded is None:
+        return "no autograded notebook"
+    text = "".join(o.get("text", "") for c in outcome.autograded.cells if c.cell_type == "code" for o in c.outputs)
+    leaks = [line for line in text.splitlines() if line.startswith(("READ", "WROTE", "IMPORTED"))]
+    if leaks:
+        return f"the kernel reached the course directory: {leaks}"
+    if text.count("DENIED") < 7:
+        return "the attempts did not run"
+    if any(outcome.course_dir.joinpath(*p).exists() for p in [("pwned.txt",), ("source", "pwned.txt")]):
+        return "a file was written into the course directory"
+    return graded(FULL)(outcome)
+
+
+def _all_of(*checks):
+    def check(outcome: Outcome) -> str | None:
+        for one in checks:
+            problem = one(outcome)
+            if problem:
+                return problem
+        return None
+    return _expecting("; ".join(one.expectation for one in checks))(check)
+
+
+@_expecting("no saved widget state in the graded notebook")
+def _no_widget_state(outcome: Outcome) -> str | None:
+    if outcome.autograded is None or "widgets" in outcome.autograded.metadata:
+        return "the saved widget state reached the autograded notebook"
+    return None
+
+
+@_expecting("feedback without hidden lines")
+def _no_hidden_code_in_feedback(outcome: Outcome) -> str | None:
+    for marker in ("BEGIN HIDDEN TESTS", "grade_step", "_attention_lab_probe", "from autograder"):
+        if marker in outcome.feedback:
+            return f"the feedback contains {marker!r}"
+    return None
+
+
+@_expecting("nothing printed or displayed while the stand-ins answered reaches the notebook or the feedback")
+def _nothing_from_the_second_pass(outcome: Outcome) -> str | None:
+    if outcome.autograded is None:
+        return "no autograded notebook"
+    shown = "".join(str(o.get("text", "")) + str(o.get("data", {})) for c in outcome.autograded.cells
+                    if c.cell_type == "code" for o in c.outputs)
+    for where, text in (("the autograded notebook", shown), ("the feedback", outcome.feedback)):
+        if "STOLEN" in text:
+            return f"what the kernel saw during the stand-in passes reached {where}"
+    return None
+
+
+# A later function asks the stand-ins for attention's answers on attention's own hidden inputs (stashed
+# by attention when the grader's probe called it), stashes them, and attention returns them when it is
+# run again; a call of softmax that never repeats keeps attention's cases coming back in every pass. It
+# also tries to show what it stashed, by printing and by updating a display shown by an earlier cell.
+STASH_AND_REPLAY = {
+    "scaled_dot_product_attention": '''
+import sys
+
+_SEEN, _STASH = [], {}
+
+def _key(Q, K, V, mask, scale):
+    return (Q.tobytes(), K.tobytes(), V.tobytes(), None if mask is None else np.asarray(mask).tobytes(), scale)
+
+def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
+    key = _key(Q, K, V, mask, scale)
+    if key in _STASH:
+        return _STASH[key]
+    called_by_the_grader = sys._getframe(1).f_globals.get("__name__") == "attention_lab.core.probe"
+    if called_by_the_grader and all(key != _key(*seen) for seen in _SEEN):
+        _SEEN.append((Q, K, V, mask, scale))  # the hidden inputs of attention's own step
+    softmax(np.random.default_rng().normal(size=3))
+    raise ValueError("not written yet")
+''',
+    "causal_self_attention": '''
+from IPython.display import display
+_shown = display("nothing stolen yet", display_id=True)
+
+def causal_self_attention(x, W_q, W_k, W_v, scale=True):
+    for Q, K, V, mask, s in list(_SEEN):
+        try:
+            _STASH[_key(Q, K, V, mask, s)] = scaled_dot_product_attention(Q, K, V, mask=mask, scale=s)
+        except BaseException:
+            pass
+    if _STASH:
+        word = "STO" + "LEN"  # not in the source, so that the check finds only what ran
+        print(word, len(_STASH))
+        if _shown is not None:
+            _shown.update(f"{word} {len(_STASH)}")
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    return scaled_dot_product_attention(Q, K, V, mask=causal_mask(x.shape[0]), scale=scale)
+''',
+}
+UNWRITTEN_ATTENTION = ("def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                       "    raise ValueError('not written yet')\n")
+
+# the honest part of a submission whose causal_mask cell stops (interrupted, MemoryError, SystemExit)
+NO_CAUSAL_MASK = lambda solutions: {"causal_mask": "# (the cell stopped before defining causal_mask)"}  # noqa: E731
+WRONG_SOFTMAX = "def softmax(x, axis=-1):\n    return np.exp(x) / np.exp(x).sum(axis=0, keepdims=True)\n"
+
+def feedback_says(words: str):
+    """The feedback HTML (where the learner reads it) contains ``words``."""
+    def check(outcome: Outcome) -> str | None:
+        return None if words in html.unescape(outcome.feedback) else f"the feedback does not say {words!r}"
+    return _expecting(f"feedback says “{words}”")(check)
+
+
+def feedback_lacks(text: str, what: str):
+    def check(outcome: Outcome) -> str | None:
+        return f"the feedback holds {what}" if text in html.unescape(outcome.feedback) else None
+    return _expecting(f"feedback without {what}")(check)
+
+
+@_expecting("nothing in the stored notebook or the feedback HTML could run in a browser")
+def _inert(outcome: Outcome) -> str | None:
+    if outcome.autograded is None or not outcome.feedback:
+        return "no autograded notebook or no feedback"
+    found = payloads.stored_active_content(outcome.autograded) + [
+        f"feedback: {item}" for item in payloads.active_content(outcome.feedback)]
+    return f"active content survived: {found[:3]}" if found else None
+
+
+@_expecting("the learner's honest Markdown (with LaTeX) and PNG figure kept as they were")
+def _honest_content_kept(outcome: Outcome) -> str | None:
+    if outcome.autograded is None:
+        return "no autograded notebook"
+    cells = outcome.autograded.cells
+    if not any(c.cell_type == "markdown" and c.source == payloads.HONEST_MARKDOWN for c in cells):
+        return "the honest Markdown cell was changed"
+    if not any(o.get("data", {}).get("image/png") == payloads.PNG for c in cells for o in c.get("outputs", [])):
+        return "the PNG figure is gone"
+    return None
+
+
+@_expecting("no file but the notebook copied to autograded/ or feedback/")
+def _no_extra_files(outcome: Outcome) -> str | None:
+    copied = [p for folder in ("autograded", "feedback")
+              for p in (outcome.course_dir / folder / student_of("extra-files") / ASSIGNMENT).glob("*")
+              if p.suffix not in (".ipynb", ".html") or p.stem != NOTEBOOK.removesuffix(".ipynb")]
+    return f"copied: {[p.name for p in copied]}" if copied else None
+
+
+HOSTILE_ID = f"hostile-id-<img src=x onerror=\"{payloads.script('student-id', slashless=True)}\">"
+BASE_EXCEPTIONS = {
+    "attention_entropy": "def attention_entropy(weights):\n    raise SystemExit('bye')",
+    "scaled_dot_product_attention": "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+                                    "    raise KeyboardInterrupt",
+    "causal_mask": "class GiveUp(BaseException):\n    pass\n\ndef causal_mask(T):\n    raise GiveUp('no')",
+}
+LONG_ERRORS = {"causal_mask": "def causal_mask(T):\n    raise type('Y' * 100_000, (ValueError,), {})('Z' * 100_000)"}
+
+
+def _write_nb(folder: Path, nb) -> None:
+    nbformat.write(nb, str(folder / NOTEBOOK))
+
+
+def _browser_nb(context: Context, kind: str):
+    """The correct solution carrying one payload kind, honest Markdown with LaTeX and a PNG figure."""
+    chosen = {kind: payloads.payloads()[kind]}
+    return payloads.browser_submission(context.release_nb, solutions=context.solutions, kinds=chosen)
+
+
+def release_json(edit):
+    """A submission written as plain JSON (no validation: fast for huge ones): the release after ``edit(nb)``."""
+    return lambda folder, context: (folder / NOTEBOOK).write_text(json.dumps(edit(nbformat.from_dict(context.release_nb))))
+
+
+def _extra_files(folder: Path) -> None:
+    (folder / "notes.html").write_text(f"<script>{payloads.script('extra-file')}</script>")
+    (folder / "figure.svg").write_text(f"<svg xmlns='http://www.w3.org/2000/svg'><script>{payloads.script('svg-file')}"
+                                       "</script></svg>")
+    (folder / "helper.py").write_text("print('hello')\n")
+
+
+def _randomly_edited(context: Context, seed: int):
+    nb = fill_release(context.release_nb, context.solutions)
+    payloads.random_metadata_edits(nb, seed)
+    return nb
+
+
+CASES: dict[str, Hostile] = {
+    "infinite-loop": Hostile(
+        "an infinite loop at the top of a solution cell (per-cell timeout)",
+        prepend("causal_mask", "while True:\n    pass"),
+        as_honest(NO_CAUSAL_MASK)),
+    "loop-catching-interrupts": Hostile(
+        "an infinite loop that catches KeyboardInterrupt (the per-student wall clock kills the kernel)",
+        prepend("causal_mask", "while True:\n    try:\n        while True:\n            pass\n"
+                               "    except BaseException:\n        pass"),
+        graded(BEFORE_MASK, note="wall-clock")),
+    "memory-bomb": Hostile(
+        "allocates 64 GiB (memory limit on the kernel)",
+        prepend("causal_mask", "_bomb = bytearray(64 * 2**30)"),
+        as_honest(NO_CAUSAL_MASK)),
+    "growing-list": Hostile(
+        "a list that grows until memory runs out",
+        prepend("causal_mask", "_grow = []\nwhile True:\n    _grow.append(bytearray(2**24))"),
+        as_honest(NO_CAUSAL_MASK)),
+    "sys-exit": Hostile(
+        "calls sys.exit()",
+        prepend("causal_mask", "import sys\nsys.exit()"),
+        as_honest(NO_CAUSAL_MASK)),
+    "os-exit": Hostile(
+        "calls os._exit(0), ending the kernel",
+        prepend("causal_mask", "import os\nos._exit(0)"),
+        graded(BEFORE_MASK, note="ended the kernel's process")),
+    "kill-kernel": Hostile(
+        "kills its own kernel with SIGKILL",
+        prepend("causal_mask", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"),
+        graded(BEFORE_MASK, note="killed (SIGKILL)")),
+    "monkeypatch-numpy": Hostile(
+        "a wrong softmax plus np.allclose/array_equal/testing patched to always agree",
+        with_cells(lambda c: {"softmax": "np.allclose = lambda *a, **k: True\nnp.array_equal = lambda *a, **k: True\n"
+                                         "np.testing.assert_allclose = lambda *a, **k: None\n" + WRONG_SOFTMAX}),
+        as_honest(lambda s: {"softmax": WRONG_SOFTMAX})),
+    "monkeypatch-probe": Hostile(
+        "replaces the grading probe with one that sends nothing",
+        with_cells(lambda c: {"softmax": "import attention_lab.core.probe\nattention_lab.probe.run = lambda *a, **k: None\n"
+                                         + WRONG_SOFTMAX}),
+        _all_of(graded(0), feedback_says("replaced the probe"))),
+    "forged-results": Hostile(
+        "replaces the probe's calls with forged 'results' claiming success",
+        with_cells(lambda c: {"softmax": "import attention_lab.core.probe as _p\n"
+                                         "_p.call_case = lambda ns, case, *more: {'status': 'returned', 'value': True, "
+                                         "'args_after': [], 'warnings': []}\n" + WRONG_SOFTMAX}),
+        _all_of(graded(0), feedback_says("the probe's output was forged"))),
+    "always-equal": Hostile(
+        "returns an object whose __eq__ is always True",
+        with_cells(lambda c: {"causal_mask": "class _Yes:\n    def __eq__(self, other):\n        return True\n"
+                                             "    def __array__(self, *a, **k):\n        raise TypeError('no')\n"
+                                             "def causal_mask(T):\n    return _Yes()"}),
+        as_honest(lambda s: {"causal_mask": "def causal_mask(T):\n    return None"})),
+    "hard-coded-self-checks": Hostile(
+        "a causal_mask that returns the visible self-check's 3×3 answer whatever T is",
+        with_cells(lambda c: {"causal_mask": "def causal_mask(T):\n    return np.array([[True, False, False], "
+                                             "[True, True, False], [True, True, True]])"}),
+        as_honest(lambda s: {"causal_mask": "def causal_mask(T):\n    return np.tril(np.ones((3, 3), dtype=bool))"})),
+    "stand-in-stash-and-replay": Hostile(
+        "stashes the stand-ins' answers (the reference's values for attention, asked for on attention's own "
+        "hidden inputs) in a later function and replays them from attention, which it keeps being re-run",
+        with_cells(lambda c: dict(STASH_AND_REPLAY)),
+        _all_of(as_honest(lambda s: {"scaled_dot_product_attention": UNWRITTEN_ATTENTION}),
+                _nothing_from_the_second_pass)),
+    "reseeds-global-rng": Hostile(
+        "a correct solution that reseeds and replaces NumPy's random generators",
+        prepend("softmax", "np.random.seed(0)\nnp.random.default_rng = lambda *a, **k: None"),
+        graded(FULL)),
+    "rebinds-np": Hostile(
+        "rebinds np in the notebook namespace after defining its functions",
+        with_cells(lambda c: {"attention_entropy": c.solutions["attention_entropy"] + "\nnp = None"}),
+        as_honest(lambda s: {"attention_entropy": "def attention_entropy(weights):\n    raise NameError('np')"})),
+    "imports-the-reference": Hostile(
+        "imports the course's reference instead of writing softmax",
+        with_cells(lambda c: {"softmax": "from autograder.assignments.a01_attention.reference import softmax"}),
+        as_honest(lambda s: {"softmax": "# (softmax not written)"})),
+    "reads-course-dir": Hostile(
+        "tries to read the gradebook, the source, the config and another student's notebook, "
+        "to write into the course directory and to import autograder",
+        lambda folder, context: _write(folder, context, _probe_course_dir(context)),
+        _sandboxed),
+    "deleted-test-cells": Hostile(
+        "deletes every autograder-test cell (restored from the gradebook)",
+        with_cells(lambda c: {}, edit=_drop_test_cells),
+        graded(FULL)),
+    "deleted-answer-cell": Hostile(
+        "deletes its causal_mask answer cell and the self-check after it (restored empty, never with the solution)",
+        with_cells(lambda c: {}, edit=_drop_mask_cells),
+        as_honest(NO_CAUSAL_MASK)),
+    "edited-test-cells": Hostile(
+        "replaces every autograder-test cell with 'all tests passed' and full points (restored)",
+        with_cells(lambda c: {"softmax": WRONG_SOFTMAX}, edit=_edit_test_cells),
+        as_honest(lambda s: {"softmax": WRONG_SOFTMAX})),
+    "changed-kernelspec": Hostile(
+        "changes the notebook's kernelspec to bash",
+        with_cells(lambda c: {}, edit=_bogus_kernelspec),
+        graded(FULL)),
+    "huge-output": Hostile(
+        "prints 50 MB",
+        _huge_output,
+        _all_of(graded(FULL), _no_hidden_code_in_feedback)),
+    "source-notebook-as-is": Hostile(
+        "the instructor's source notebook handed in as it is (its hidden-test lines are replaced, not run)",
+        lambda folder, context: shutil.copy(context.course_dir / "source" / ASSIGNMENT / NOTEBOOK, folder / NOTEBOOK),
+        graded(FULL)),
+    "saved-widget-state": Hostile(
+        "a correct notebook carrying 200 kB of saved widget state (dropped before grading)",
+        with_cells(lambda c: {}, edit=_widget_state),
+        _all_of(graded(FULL), _no_widget_state)),
+    "copied-solution-cell": Hostile(
+        "a copy-pasted solution cell (duplicate grade_id, as JupyterLab's duplicate makes it): the first keeps "
+        "its metadata, the copy runs as a plain cell",
+        with_cells(lambda c: {}, edit=_duplicate_solution),
+        graded(FULL, note="copied cell causal_mask")),
+    **{f"xss-{kind}": Hostile(
+        f"a correct notebook carrying a browser payload ({kind}: would set document.title and fetch a URL), "
+        "plus honest Markdown with LaTeX and a PNG figure",
+        lambda folder, context, kind=kind: _write_nb(folder, _browser_nb(context, kind)),
+        _all_of(graded(FULL, note="content that could run in a browser removed"), _inert, _honest_content_kept))
+       for kind in payloads.payloads()},
+    "hostile-student-id": Hostile(
+        "a correct notebook in a folder whose name (the student id) is an HTML payload",
+        lambda folder, context: _write(folder, context, {}),
+        not_graded("is not a safe identifier"), student=HOSTILE_ID),
+    "extra-files": Hostile(
+        "a correct notebook with an HTML page, an SVG and a script beside it in the submission folder",
+        lambda folder, context: (_write(folder, context, {}), _extra_files(folder)),
+        _all_of(graded(FULL, note="extra files not copied"), _no_extra_files)),
+    "huge-notebook": Hostile(
+        "300,000 Markdown cells (25 MB): refused on its file size before it is read",
+        release_json(lambda nb: payloads.many_markdown_cells(nb, 300_000)),
+        not_graded("over the file-size limit")),
+    "too-many-cells": Hostile(
+        "1,100 extra Markdown cells in a small file (over the cell limit of 1,000)",
+        release_json(lambda nb: payloads.many_markdown_cells(nb, 1_100)),
+        not_graded("over the cell limit: 1145 cells, limit 1000")),
+    "too-many-outputs": Hostile(
+        "2,001 outputs saved in one cell (over the output limit of 2,000)",
+        release_json(lambda nb: payloads.many_outputs(nb, 2_001)),
+        not_graded("over the output limit: 2001 outputs, limit 2000")),
+    "edited-metadata": Hostile(
+        "a wrong softmax, a test cell's grade_id renamed, another's points removed, a third made ungraded, "
+        "a fake manually graded cell worth 100 points and a cell with unknown nbgrader metadata",
+        with_cells(lambda c: {"softmax": WRONG_SOFTMAX}, edit=payloads.listed_metadata_edits),
+        _all_of(as_honest(lambda s: {"softmax": WRONG_SOFTMAX}), graded(FULL, 0, note="metadata edited: "))),
+    "random-metadata-edits": Hostile(
+        "random edits (seed 10) of the nbgrader metadata of every kind of cell",
+        lambda folder, context: (folder / NOTEBOOK).write_text(payloads.metadata_json(_randomly_edited(context, 10))),
+        _all_of(graded(FULL), graded(FULL, note="metadata edited: "))),
+    "base-exceptions": Hostile(
+        "functions the probe calls raise SystemExit, KeyboardInterrupt and a custom BaseException subclass",
+        with_cells(lambda c: BASE_EXCEPTIONS),
+        _all_of(as_honest(lambda s: BASE_EXCEPTIONS), feedback_says("your function raised SystemExit"),
+                feedback_says("your function raised KeyboardInterrupt"), feedback_says("raised GiveUp"))),
+    "long-error-strings": Hostile(
+        "a function raising an exception with a 100,000-character class name and message",
+        with_cells(lambda c: LONG_ERRORS),
+        _all_of(as_honest(lambda s: LONG_ERRORS), feedback_lacks("Y" * 400, "the whole class name"),
+                feedback_lacks("Z" * 400, "the whole message"))),
+    "invalid-json": Hostile(
+        "a notebook file that is not valid JSON",
+        lambda folder, context: (folder / NOTEBOOK).write_text('{"cells": [ this is not json'),
+        not_graded("is not a valid notebook")),
+    "empty-file": Hostile(
+        "an empty notebook file",
+        lambda folder, context: (folder / NOTEBOOK).write_text(""),
+        not_graded("is an empty file")),
+    "missing-notebook": Hostile(
+        "the notebook saved under another name",
+        lambda folder, context: (folder / "scaled_dot_product_attention-Copy1.ipynb").write_text(
+            json.dumps(nbformat.from_dict(context.release_nb))),
+        not_graded("rename it to scaled_dot_product_attention.ipynb")),
+}
+
+
+def student_of(key: str) -> str:
+    """The student id (submission folder) of hostile case ``key``."""
+    return CASES[key].student or f"hostile-{key}"
+
+
+def build(course_dir: Path, context: Context) -> list[str]:
+    """Write every hostile submission into ``course_dir/submitted/<student_of(key)>/``; return the student ids."""
+    students = []
+    for key, case in CASES.items():
+        folder = course_dir / "submitted" / student_of(key) / ASSIGNMENT
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        case.build(folder, context)
+        students.append(student_of(key))
+    return students

@@ -1,0 +1,128 @@
+"""Known mistakes written as small edits of a solution (old text → new text), and running answer cells.
+
+An answer bank (``autograder/assignments/a0N_…/draft_bank.py``) holds the solution cells of an
+assignment as source strings (grade_id → source) and writes each known mistake as one or more
+:class:`Edit` s of them, so that the mistake is read as the exact change a learner made, and so
+that a test fails as soon as an edit no longer applies exactly once. :meth:`Mistake.variant`
+turns a mistake into the :class:`autograder.grader.spec.Variant` the grader uses (the edited cells).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from autograder.grader.answers import run_cell
+from autograder.grader.spec import Variant
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text ``old`` (which occurs exactly once) by ``new`` in solution cell ``cell``."""
+
+    cell: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known mistake as edits of the solution cells.
+
+    Attributes
+    ----------
+    description : str
+        What is wrong, in words (shown to instructors).
+    step : str
+        grade_id of the autograder-test cell where the mistake is charged.
+    hint : str
+        What the learner reads when their output matches this mistake's: the idea, no code.
+    edits : tuple of Edit
+        The change, applied in order.
+    evidence : str
+        Where the mistake is seen in public code or writing (``owner/repo#N``), or "".
+    passes : frozenset of str
+        Descriptions of the hidden cases of ``step`` that do not involve what the mistake gets
+        wrong (a causal mistake on a case without the mask, a batch-only mistake on one row), on
+        which its output is right. On every other case of the step it must be wrong; a test
+        checks both, so this list is exactly where the mistake keeps points.
+    """
+
+    description: str
+    step: str
+    hint: str
+    edits: tuple[Edit, ...]
+    evidence: str = ""
+    passes: frozenset[str] = field(default_factory=frozenset)
+
+    def cells(self, solution: Mapping[str, str]) -> dict[str, str]:
+        """The solution cells this mistake changes, edited (grade_id → new source)."""
+        return apply_edits(solution, self.edits)
+
+    def variant(self, solution: Mapping[str, str]) -> Variant:
+        """The grader's form of this mistake: edited cells, ``breaks`` = {step}, hint."""
+        return Variant(self.description, self.cells(solution), frozenset({self.step}), self.hint)
+
+
+def apply_edits(solution: Mapping[str, str], edits: tuple[Edit, ...]) -> dict[str, str]:
+    """Apply ``edits`` to copies of the solution cells; return only the cells they change.
+
+    Raises
+    ------
+    KeyError
+        If an edit names a cell the solution does not have.
+    ValueError
+        If an edit's ``old`` text does not occur exactly once in its cell (as edited so far),
+        or an edit changes nothing.
+    """
+    changed: dict[str, str] = {}
+    for edit in edits:
+        if edit.cell not in solution:
+            raise KeyError(f"no solution cell {edit.cell!r}; cells: {sorted(solution)}")
+        source = changed.get(edit.cell, solution[edit.cell])
+        count = source.count(edit.old)
+        if count != 1:
+            raise ValueError(f"the text to replace occurs {count} times in cell {edit.cell!r} (must be once): "
+                             f"{edit.old!r}")
+        if edit.old == edit.new:
+            raise ValueError(f"an edit of cell {edit.cell!r} changes nothing: {edit.old!r}")
+        changed[edit.cell] = source.replace(edit.old, edit.new)
+    return changed
+
+
+def describe_edit(edit: Edit) -> str:
+    """One line for a design note or a report: ``old`` → ``new``, lines joined by ⏎, indentation dropped."""
+    def one_line(text: str) -> str:
+        return " ⏎ ".join(line.strip() for line in text.strip("\n").splitlines())
+
+    return f"`{one_line(edit.old)}` → " + (f"`{one_line(edit.new)}`" if edit.new.strip() else "(deleted)")
+
+
+def run_cells(cells: Mapping[str, str]) -> dict:
+    """A fresh namespace (``np`` imported) with ``cells`` run in order, quietly; a failing cell raises.
+
+    Unlike a kernel (and :func:`autograder.grader.answers.namespace_with`), an error is not skipped:
+    the bank's own cells must all run.
+    """
+    namespace = {"np": np, "__name__": "__main__"}
+    for grade_id, source in cells.items():
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                run_cell(source, namespace)
+            except Exception as error:
+                raise RuntimeError(f"cell {grade_id!r} failed: {type(error).__name__}: {error}") from error
+    return namespace
+
+
+#: (assignment, mistake key, autograder-test grade_id) → why the visible self-check cannot see the mistake:
+#: the known mistakes that lose points in a step although that step's visible self-check passes, each with
+#: the reason only the hidden inputs can expose it (``tests/test_checks_agree_with_grader.py`` checks every
+#: other mistake against the self-checks, and README.md's developer section shows this list).
+HIDDEN_INPUTS_ONLY: dict[tuple[str, str, str], str] = {}

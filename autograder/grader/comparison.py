@@ -1,0 +1,694 @@
+"""The grader's side: compare a learner's raw results with the reference, name known mistakes, score.
+
+Runs in the grader's own process, never in the learner's kernel. For each
+step (one autograder-test cell) and each of its hidden cases:
+
+1. the learner's result (decoded from the kernel's output) is checked against
+   the reference's: type, structure, shape, dtype, finiteness, values; a
+   required exception; no warnings where the spec forbids them; inputs left
+   unmodified;
+2. a wrong result of a case whose function calls functions of earlier steps
+   is graded again on its own: the result of the second pass, in which the
+   reference's values answered those calls (:mod:`autograder.grader.stand_ins`), is
+   checked the same way ("one mistake, one charge", also for a mistake that
+   has no name, an exception, a wrong shape or dtype);
+3. a wrong result also passes when it equals what the solution gives with the
+   mistakes *identified in the learner's own earlier steps* put into it (a
+   later function that re-implements an earlier step's mistake itself);
+4. otherwise it is compared with what each known mistake *of this step* gives
+   on the same inputs; a match names the mistake and, once per step, its hint;
+5. otherwise the step's ``diagnose`` says which property fails.
+
+An exception is never evidence of correctness: only a ``raises`` case is
+answered by an exception. The step's score is its points times the weight of
+the cases passed over the weight of all its cases (:attr:`Case.weight`).
+
+Messages show the learner's values and the case's description, never hidden
+inputs, expected values or reference code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import re
+import textwrap
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from attention_lab.core import values as wire
+from attention_lab.core.calls import FunctionTimedOut, time_limit
+from attention_lab.core.probe import call_digest
+from autograder.grader.answers import REPO, answer_namespace
+from attention_lab.core.compare import CheckFailed, describe, expect_array
+from autograder.grader.spec import Assignment, Case, Step, Variant
+
+CALL_SECONDS = 3.0  # per hidden call in the kernel; correct code takes milliseconds on the hidden inputs
+WIDTH = 100  # feedback lines are wrapped at this many columns
+UNANSWERED = "not answered yet"
+MAX_CACHED_STAND_INS = 4096  # the reference's answers to recorded calls, kept for the next submissions
+
+
+@dataclass(frozen=True)
+class Raised:
+    """An expected or observed exception, by class name (and base-class names)."""
+
+    type: str
+    mro: tuple[str, ...] = ()
+    message: str = ""
+    where: str | None = None
+
+
+@dataclass
+class StepResult:
+    """The verdict on one step: score, the lines the learner reads, the mistakes named.
+
+    ``passed`` holds one flag per hidden case; ``unanswered`` is True when the
+    step's functions are still the release's ``raise NotImplementedError()``
+    (or not defined at all).
+    """
+
+    grade_id: str
+    title: str
+    score: float
+    points: float
+    lines: list[str] = field(default_factory=list)
+    named: list[str] = field(default_factory=list)
+    passed: list[bool] = field(default_factory=list)
+    unanswered: bool = False
+
+    def text(self) -> str:
+        """The feedback block for this step, as printed in the autograded notebook (wrapped at :data:`WIDTH`)."""
+        lines = [f"{self.title}: {self.score:g} / {self.points:g} points", *self.lines]
+        return "\n".join(wrap(line) for text in lines for line in text.split("\n"))
+
+
+def wrap(line: str, width: int = WIDTH) -> str:
+    """One feedback line wrapped at ``width`` columns, its indentation kept (after a ✓/✗ mark, under the text)."""
+    body = line.lstrip(" ")
+    lead = line[: len(line) - len(body)]
+    hang = lead + ("  " if body[:2] in ("✓ ", "✗ ") else "")
+    return textwrap.fill(body, width=width, initial_indent=lead, subsequent_indent=hang,
+                         break_long_words=False, break_on_hyphens=False) or line
+
+
+def _quiet_call(function, args, kwargs):
+    """Trusted code (reference, solution, known mistakes) called on copies, quietly; an exception is a :class:`Raised`."""
+    copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+            warnings.catch_warnings(), np.errstate(all="ignore"), time_limit(CALL_SECONDS * 3):
+        warnings.simplefilter("ignore")
+        try:
+            return function(*copies, **dict(kwargs))
+        except FunctionTimedOut:
+            raise
+        except Exception as error:  # noqa: BLE001 — the expected outcome may be an exception
+            return Raised(type(error).__name__, tuple(c.__name__ for c in type(error).__mro__), str(error))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _expect(case: Case, name: str, got, expected) -> None:
+    """Raise :class:`CheckFailed` unless ``got`` is an acceptable learner value for ``expected``."""
+    if isinstance(got, wire.Unsupported):
+        raise CheckFailed(f"{name} should be {_kind(expected)}, but it is {got.what}")
+    if isinstance(expected, tuple):
+        if not isinstance(got, (tuple, list)):
+            raise CheckFailed(f"the function should return {len(expected)} values "
+                              f"({', '.join(case.outputs)}), but it returned {_what(got)}")
+        if len(got) != len(expected):
+            raise CheckFailed(f"the function should return {len(expected)} values ({', '.join(case.outputs)}), "
+                              f"but it returned {len(got)}")
+        _expect_order(case, got, expected)
+        for label, got_item, expected_item in zip(case.outputs, got, expected):
+            _expect(case, label, got_item, expected_item)
+        return
+    if isinstance(expected, np.ndarray):
+        if isinstance(got, wire.ArrayFromSubclass):
+            raise CheckFailed(f"{name} should be a plain NumPy array, but it is a {got.source_class} "
+                              "(a subclass of numpy.ndarray; return np.asarray(...))")
+        if case.exact_dtype and isinstance(got, np.ndarray) and got.dtype != expected.dtype:
+            raise CheckFailed(f"{name} should have dtype {expected.dtype} (the input's), but it has dtype {got.dtype}")
+        kind = "b" if expected.dtype == np.bool_ else "i" if expected.dtype.kind in "iu" else "f"
+        if kind == "i":
+            _expect_integers(name, got, expected)
+        else:
+            expect_array(name, got, expected, rtol=case.rtol, atol=case.atol, kind=kind)
+        return
+    if _is_number(expected):
+        if not _is_number(got):
+            raise CheckFailed(f"{name} should be a number, but it is {_what(got)}")
+        if not np.isfinite(float(got)):
+            raise CheckFailed(f"{name} is {float(got)}; a correct result is finite")
+        if not np.isclose(float(got), float(expected), rtol=case.rtol, atol=case.atol):
+            raise CheckFailed(f"{name} is wrong: got {float(got):.6g}")
+        return
+    if isinstance(expected, (bool, np.bool_)):
+        if not isinstance(got, (bool, np.bool_)) or bool(got) != bool(expected):
+            raise CheckFailed(f"{name} is wrong: got {_what(got)}")
+        return
+    if got != expected:  # None, strings
+        raise CheckFailed(f"{name} is wrong: got {_what(got)}")
+
+
+def _expect_integers(name, got, expected) -> None:
+    if type(got) is not np.ndarray:
+        raise CheckFailed(f"{name} should be a NumPy array, but it is {describe(got)}")
+    if got.shape != expected.shape:
+        raise CheckFailed(f"{name} should have shape {expected.shape}, but it has shape {got.shape}")
+    if got.dtype.kind not in "iu":
+        raise CheckFailed(f"{name} should have an integer dtype, but it has dtype {got.dtype}")
+    wrong = np.argwhere(got != expected)
+    if wrong.size:
+        first = tuple(int(i) for i in wrong[0])
+        raise CheckFailed(f"{len(wrong)} of the {got.size} entries of {name} are wrong, first at index {first}: "
+                          f"got {got[first]}")
+
+
+def _expect_order(case: Case, got, expected) -> None:
+    """Name swapped return values instead of reporting two shape mismatches."""
+    shapes = [getattr(item, "shape", None) for item in got]
+    wanted = [item.shape if isinstance(item, np.ndarray) else None for item in expected]
+    if len(got) == 2 and shapes == wanted[::-1] and wanted[0] != wanted[1]:
+        raise CheckFailed(f"the function returned ({case.outputs[1]}, {case.outputs[0]}); "
+                          f"return ({case.outputs[0]}, {case.outputs[1]}) in that order")
+
+
+def _kind(expected) -> str:
+    if isinstance(expected, np.ndarray):
+        return "a NumPy array"
+    if isinstance(expected, tuple):
+        return f"a tuple of {len(expected)} values"
+    return "a number" if _is_number(expected) else f"a {type(expected).__name__}"
+
+
+def _what(value) -> str:
+    if isinstance(value, wire.Unsupported):
+        return value.what
+    if isinstance(value, np.ndarray):
+        return describe(np.asarray(value))
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} values"
+    if value is None:
+        return "None"
+    return f"a {type(value).__name__} ({str(value)[:40]})"
+
+
+def same(a, b, case: Case) -> bool:
+    """Whether two *returned* results agree (NaN and ±inf in the same places count as equal).
+
+    Used to match a learner's result with a known mistake's or with the solution given earlier
+    mistakes. An exception is never a result here: two raised exceptions do not "agree", whatever
+    their types, so an exception is never evidence of correctness (a ``raises`` case is checked by
+    :func:`_check`, where the exception type is the answer).
+    """
+    if isinstance(a, Raised) or isinstance(b, Raised):
+        return False
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(same(x, y, case) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        if a.shape != b.shape or (a.dtype == np.bool_) != (b.dtype == np.bool_):
+            return False
+        if a.dtype.kind not in "fciub" or b.dtype.kind not in "fciub":
+            return False
+        kind = complex if "c" in (a.dtype.kind, b.dtype.kind) else float
+        with np.errstate(all="ignore"):
+            return bool(np.allclose(a.astype(kind), b.astype(kind), rtol=case.rtol, atol=case.atol, equal_nan=True)
+                        and np.array_equal(np.isinf(a.astype(kind)), np.isinf(b.astype(kind))))
+    if _is_number(a) and _is_number(b):
+        return bool(np.isclose(float(a), float(b), rtol=case.rtol, atol=case.atol, equal_nan=True))
+    return type(a) is type(b) and a == b
+
+
+def looks_like(value, mistake_output, case: Case) -> bool:
+    """Whether a learner's result matches what a known mistake gives, to *name* that mistake (never to credit).
+
+    Like :func:`same`, and also when both raise the same exception type (a mistake that makes the code
+    raise, e.g. ``K.T`` on a 3-D array).
+    """
+    if isinstance(value, Raised) and isinstance(mistake_output, Raised):
+        return value.type == mistake_output.type
+    return same(value, mistake_output, case)
+
+
+@dataclass
+class _Verdict:
+    """One case: passed or not, the line's message, the known mistake named, the earlier functions stood in for."""
+
+    ok: bool
+    message: str = ""
+    mistake: tuple[str, Variant] | None = None
+    stood_in: frozenset[str] = frozenset()
+    unanswered: str | None = None  # "stub": still raises NotImplementedError(); "missing": not defined
+
+
+class Grader:
+    """Grades one assignment's steps from the results a kernel sent back.
+
+    One instance per grading run; the reference's and the known mistakes'
+    outputs on the hidden cases are computed once and reused for every
+    learner.
+
+    Parameters
+    ----------
+    assignment : Assignment
+    course_dir : Path
+        Where ``source/<assignment>/<notebook>`` is (its solution cells are
+        the base the known mistakes are put into).
+    seed : int, optional
+        Seed of the hidden cases (``Step.cases(seed)``); by default the seed
+        the course has always used.
+    """
+
+    def __init__(self, assignment: Assignment, course_dir: Path = REPO, seed: int | None = None):
+        self.assignment = assignment
+        self.course_dir = Path(course_dir)
+        self.seed = seed
+        self.cases: dict[str, list[Case]] = {
+            step.grade_id: list(step.cases() if seed is None else step.cases(seed)) for step in assignment.steps}
+        self.earlier = self._earlier_functions()
+        self._expected: dict[tuple[str, int], Any] = {}
+        self._outputs: dict[tuple, Any] = {}
+        self._namespaces: dict[frozenset, dict] = {}
+        self._stand_ins: dict[str, dict | None] = {}
+        self._limits: dict[str, tuple[int, int]] = {}
+
+    def _earlier_functions(self) -> dict[str, tuple[str, ...]]:
+        """grade_id → the course functions whose every graded step comes before it (they may be stood in for).
+
+        Derived from the spec: a function is graded in the steps whose cases call it. One that is also
+        graded in this step or later (``attention_scores`` in the scores and the scaling steps) is not
+        "earlier" until its last step is done, so a stand-in for it is never available while any of its
+        own cases is still being graded.
+        """
+        last = {}
+        for position, step in enumerate(self.assignment.steps):
+            for case in self.cases[step.grade_id]:
+                last[case.function] = position
+        return {step.grade_id: tuple(name for name, at in last.items() if at < position)
+                for position, step in enumerate(self.assignment.steps)}
+
+    # what the kernel is asked to do
+    def request(self, grade_id: str, indices=None, stand_ins: Mapping[str, dict] | None = None) -> dict:
+        """The data sent into the kernel for step ``grade_id``: function names and hidden inputs, nothing else.
+
+        Parameters
+        ----------
+        indices : sequence of int, optional
+            Only these cases (a later pass); each then carries its ``"index"``.
+        stand_ins : dict, optional
+            digest → the reference's value for one recorded call of an earlier function (a later pass;
+            see :mod:`autograder.grader.stand_ins`).
+        """
+        chosen = range(len(self.cases[grade_id])) if indices is None else indices
+        cases = []
+        for index in chosen:
+            case = self.cases[grade_id][index]
+            cases.append({"function": case.function, "args": [wire.encode(a) for a in case.args],
+                          "kwargs": {key: wire.encode(value) for key, value in case.kwargs.items()},
+                          "seconds": CALL_SECONDS, **({} if indices is None else {"index": index})})
+        request = {"grade_id": grade_id, "earlier": list(self.earlier[grade_id]), "cases": cases}
+        if stand_ins is not None:
+            request["stand_ins"] = dict(stand_ins)
+        return request
+
+    # what the right answer and the known wrong answers give
+    def expected(self, grade_id: str, index: int):
+        key = (grade_id, index)
+        if key not in self._expected:
+            case = self.cases[grade_id][index]
+            self._expected[key] = _quiet_call(self.assignment.reference[case.function], case.args, case.kwargs)
+        return self._expected[key]
+
+    def output_of(self, cells: Mapping[str, str], grade_id: str, index: int):
+        """What the source solution with ``cells`` replaced returns on a case (cached)."""
+        cells_key = frozenset(cells.items())
+        key = (cells_key, grade_id, index)
+        if key not in self._outputs:
+            if cells_key not in self._namespaces:
+                self._namespaces[cells_key] = answer_namespace(
+                    self.assignment.name, self.assignment.notebook, dict(cells), self.course_dir)
+            case = self.cases[grade_id][index]
+            function = self._namespaces[cells_key].get(case.function)
+            self._outputs[key] = (_quiet_call(function, case.args, case.kwargs) if callable(function)
+                                  else Raised("NameError"))
+        return self._outputs[key]
+
+    def stand_in(self, grade_id: str, call: Any) -> tuple[str, dict] | None:
+        """(digest, answer) for one call of an earlier function that the kernel recorded, or None.
+
+        The answer is the reference's value for exactly those arguments (``{"value": encoded}``) or the
+        exception it raises (``{"raises": {"type", "message"}}``). None when the call is not one a stand-in
+        may answer: a function that is not earlier than the step (so no step can ever be answered with
+        its own reference), arguments that cannot be read, or arguments far larger than the step's hidden
+        inputs (so the reference never runs on inputs that could exhaust the grader's memory).
+        """
+        if not isinstance(call, dict) or call.get("function") not in self.earlier[grade_id]:
+            return None
+        args, kwargs = call.get("args"), call.get("kwargs")
+        if not isinstance(args, list) or not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+            return None
+        try:
+            digest = call_digest(call["function"], args, kwargs)
+        except (TypeError, ValueError):
+            return None
+        if digest not in self._stand_ins:
+            if len(self._stand_ins) >= MAX_CACHED_STAND_INS:
+                self._stand_ins.clear()  # shared by honest submissions; a hostile one must not grow it forever
+            self._stand_ins[digest] = self._reference_answer(grade_id, call["function"], args, kwargs)
+        answer = self._stand_ins[digest]
+        return None if answer is None else (digest, answer)
+
+    def _reference_answer(self, grade_id: str, function: str, args: list, kwargs: dict) -> dict | None:
+        try:
+            values = [_plain(wire.decode(a)) for a in args]
+            keywords = {key: _plain(wire.decode(value)) for key, value in kwargs.items()}
+        except Exception:  # noqa: BLE001 — garbage from a tampered kernel
+            return None
+        if grade_id not in self._limits:
+            self._limits[grade_id] = _size_limits(self, grade_id)
+        if not all(_within(value, self._limits[grade_id]) for value in [*values, *keywords.values()]):
+            return None
+        result = _quiet_call(self.assignment.reference[function], values, keywords)
+        if isinstance(result, Raised):
+            return {"raises": {"type": result.type, "message": result.message[:300]}}
+        encoded = wire.encode(result)
+        return None if len(wire.dumps(encoded)) > wire.MAX_BYTES // 16 else {"value": encoded}
+
+    def passes(self, grade_id: str, index: int, record: Any) -> bool:
+        """Whether the kernel's record of one case is right as it stands (no second pass needed)."""
+        case = self.cases[grade_id][index]
+        try:
+            _check(case, _learner_value(case, record), self.expected(grade_id, index), record, self._parameters(case))
+        except (CheckFailed, _Unreadable):
+            return False
+        return True
+
+    def _parameters(self, case: Case) -> list[str]:
+        """Names of the positional parameters of the reference function of ``case`` (for messages)."""
+        try:
+            return list(inspect.signature(self.assignment.reference[case.function]).parameters)
+        except (TypeError, ValueError):
+            return []
+
+    # the verdicts
+    def grade(self, results: Mapping[str, dict | None], points: Mapping[str, float],
+              missing_reason: str | None = None,
+              stand_in_results: Mapping[str, Mapping[int, dict]] | None = None) -> dict[str, StepResult]:
+        """Grade every step.
+
+        Parameters
+        ----------
+        results : dict
+            grade_id → the kernel's results for that step (:func:`attention_lab.core.probe.collect`),
+            or None when none arrived.
+        points : dict
+            grade_id → the cell's points.
+        missing_reason : str, optional
+            Why results may be missing (the kernel was stopped, ...), for the messages.
+        stand_in_results : dict, optional
+            grade_id → {case index → the kernel's record of that case in the pass whose every call of an
+            earlier function was answered by a stand-in} (:func:`autograder.grader.stand_ins.run_passes`).
+        """
+        identified: dict[str, str] = {}  # solution cells of the mistakes named so far
+        verdicts = {}
+        for step in self.assignment.steps:
+            if step.grade_id not in points:
+                continue
+            second = (stand_in_results or {}).get(step.grade_id) or {}
+            verdicts[step.grade_id] = self._grade_step(step, results.get(step.grade_id), float(points[step.grade_id]),
+                                                       identified, missing_reason, second)
+        return verdicts
+
+    def _grade_step(self, step: Step, raw: dict | None, points: float, identified: dict[str, str],
+                    missing_reason: str | None, second: Mapping[int, dict]) -> StepResult:
+        cases = self.cases[step.grade_id]
+        records = (raw or {}).get("results") if isinstance(raw, dict) else None
+        if not isinstance(records, list) or len(records) != len(cases):
+            why = missing_reason or "the cell did not run to the end, or its output was removed"
+            return StepResult(step.grade_id, step.title, 0.0, points,
+                              [f"  ✗ no result reached the grader ({why})"], passed=[False] * len(cases))
+        verdicts = [self._grade_case(step, index, case, record, identified, second.get(index))
+                    for index, (case, record) in enumerate(zip(cases, records))]
+        named, found = [], {}
+        for verdict in verdicts:
+            if verdict.mistake is not None and verdict.mistake[0] not in named:
+                named.append(verdict.mistake[0])
+                found.update(verdict.mistake[1].cells)
+        identified.update(found)  # later steps may be graded given these mistakes
+        total = sum(case.weight for case in cases)
+        gained = sum(case.weight for case, verdict in zip(cases, verdicts) if verdict.ok)
+        score = round(points * gained / total, 4) if total > 0 else 0.0
+        kinds = {v.unanswered for v in verdicts}
+        unanswered = None not in kinds
+        if unanswered and len(kinds) == 1:
+            functions = list(dict.fromkeys(case.function for case in cases))
+            one = len(functions) == 1
+            why = (("it still raises" if one else "they still raise") + " NotImplementedError" if kinds == {"stub"}
+                   else ("it is" if one else "they are") + " not defined in the notebook")
+            lines = [f"  ✗ {_names(functions)}: {UNANSWERED} ({why})"]
+        else:
+            lines = [f"  {'✓' if v.ok else '✗'} {case.description}" + (" (not scored)" if case.weight == 0 else "")
+                     + (f": {v.message}" if v.message else "") for case, v in zip(cases, verdicts)]
+        for key in named:
+            variant = self.assignment.mistakes[key]
+            lines.append(f"  This looks like a known mistake: {variant.description}.\n    Hint: {variant.hint}")
+        stood_in = sorted(set().union(*(v.stood_in for v in verdicts)))
+        if stood_in:
+            lines.append(_graded_on_its_own(stood_in))
+        return StepResult(step.grade_id, step.title, float(score), points, lines, named,
+                          [v.ok for v in verdicts], unanswered)
+
+    def _grade_case(self, step: Step, index: int, case: Case, record: Any, identified: dict[str, str],
+                    second: dict | None) -> _Verdict:
+        expected = self.expected(step.grade_id, index)
+        parameters = self._parameters(case)
+        try:
+            got = _learner_value(case, record)
+        except _Unreadable as failure:
+            missing = isinstance(record, dict) and record.get("status") == "missing"
+            return _Verdict(False, f"{UNANSWERED} ({failure})" if missing else str(failure),
+                            unanswered="missing" if missing else None)
+        try:
+            _check(case, got, expected, record, parameters)
+            return _Verdict(True)
+        except CheckFailed as failure:
+            message = str(failure)
+        wrong_earlier = frozenset(self._wrong_earlier_calls(step.grade_id, record)) if second is not None else frozenset()
+        own = None  # the step's own result: the second pass's, where the earlier functions it calls were stood in for
+        if second is not None:
+            try:
+                own = _learner_value(case, second)
+                _check(case, own, expected, second, parameters)
+                called = frozenset(call.get("function") for call in record.get("calls") or [])
+                return _Verdict(True, "", stood_in=wrong_earlier or called)
+            except CheckFailed as failure:
+                message = str(failure)
+            except _Unreadable:
+                own = None
+        value = got if own is None else own
+        earlier = {cell: source for cell, source in identified.items() if not _defines(source, case.function)}
+        if earlier and own is None:
+            given = self.output_of(earlier, step.grade_id, index)
+            if not same(given, expected, case) and same(got, given, case):
+                return _Verdict(True, "correct given your earlier function(s), whose mistake is counted in its own step")
+        base = {} if own is not None else earlier
+        for key, variant in self._mistakes_of(step):
+            output = self.output_of({**base, **variant.cells}, step.grade_id, index)
+            if not same(output, expected, case) and looks_like(value, output, case):
+                return _Verdict(False, message, (key, variant), wrong_earlier if own is not None else frozenset())
+        if step.diagnose is not None and not isinstance(value, Raised):
+            try:
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore")  # a learner's odd dtype must not make the grader's log noisy
+                    notes = step.diagnose(case, value, expected)
+            except Exception:  # noqa: BLE001 — a diagnosis must never break grading
+                notes = []
+            if notes:
+                message += "\n" + "\n".join(f"      {line}" for line in notes)
+        unanswered = "stub" if _unanswered(case, value) else None
+        return _Verdict(False, message, None, wrong_earlier if own is not None else frozenset(), unanswered)
+
+    def _wrong_earlier_calls(self, grade_id: str, record: Any) -> set[str]:
+        """The earlier functions that, in the first pass, returned something other than the reference (or raised)."""
+        wrong = set()
+        for call in (record.get("calls") or []) if isinstance(record, dict) else []:
+            answer = self.stand_in(grade_id, call)
+            if answer is None:
+                continue
+            if "raises" in answer[1] or "raised" in call or "returned" not in call:
+                if call.get("raised") != answer[1].get("raises", {}).get("type"):
+                    wrong.add(call["function"])  # raised where the reference returns, or the other way round
+                continue
+            try:
+                mine, reference = wire.decode(call["returned"]), wire.decode(answer[1]["value"])
+            except Exception:  # noqa: BLE001
+                wrong.add(call["function"])
+                continue
+            if not same(mine, reference, Case("", call["function"])) or _differs_in_kind(mine, reference):
+                wrong.add(call["function"])
+        return wrong
+
+    def _mistakes_of(self, step: Step) -> list[tuple[str, Variant]]:
+        """The known mistakes charged in this step (other functions' mistakes never excuse a result here)."""
+        return [(key, variant) for key, variant in self.assignment.mistakes.items() if step.grade_id in variant.breaks]
+
+
+def _differs_in_kind(mine, reference) -> bool:
+    """Same values but not the same kind of result (dtype, container): still a different result."""
+    if isinstance(mine, np.ndarray) and isinstance(reference, np.ndarray):
+        return mine.dtype != reference.dtype
+    if isinstance(mine, (tuple, list)) and isinstance(reference, (tuple, list)):
+        return any(_differs_in_kind(a, b) for a, b in zip(mine, reference))
+    return type(mine) is not type(reference)
+
+
+def _graded_on_its_own(functions: list[str]) -> str:
+    """The step's note when stand-ins answered its calls of wrong or unfinished earlier functions (the README's words)."""
+    if len(functions) == 1:
+        return (f"  Graded on its own: {functions[0]}, from an earlier step, is wrong or unfinished where this step "
+                "calls it, so the grader answered those calls with the reference's values; its mistake costs points "
+                "only in its own step.")
+    return (f"  Graded on its own: {_names(functions)}, from earlier steps, are wrong or unfinished where this step "
+            "calls them, so the grader answered those calls with the reference's values; their mistakes cost points "
+            "only in their own steps.")
+
+
+def _names(functions: list[str]) -> str:
+    return functions[0] if len(functions) == 1 else ", ".join(functions[:-1]) + " and " + functions[-1]
+
+
+def _unanswered(case: Case, value) -> bool:
+    """Whether the case's own function is still the release's stub, ``raise NotImplementedError()``."""
+    return (isinstance(value, Raised) and value.type == "NotImplementedError" and not value.message
+            and value.where in (None, case.function))
+
+
+def _size_limits(grader: Grader, grade_id: str) -> tuple[int, int]:
+    """(elements, magnitude) a stand-in's arguments may have: 4× the largest array and the largest dimension
+    or integer among the step's hidden inputs and expected results (at least 4096 and 64)."""
+    elements, magnitude = 4096, 64
+    for index, case in enumerate(grader.cases[grade_id]):
+        for value in [*case.args, *case.kwargs.values(), grader.expected(grade_id, index)]:
+            for item in _leaves(value):
+                if isinstance(item, np.ndarray):
+                    elements = max(elements, 4 * item.size)
+                    magnitude = max(magnitude, 4 * max(item.shape, default=0))
+                elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+                    magnitude = max(magnitude, 4 * abs(int(item)))
+    return elements, magnitude
+
+
+def _leaves(value):
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def _plain(value):
+    """A decoded argument with any array of an ``ndarray`` subclass as a plain array (what the reference is given)."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(item) for item in value)
+    return value.view(np.ndarray) if isinstance(value, np.ndarray) and type(value) is not np.ndarray else value
+
+
+def _within(value, limits: tuple[int, int]) -> bool:
+    """Whether a decoded argument is small enough for the reference to run on it in the grader."""
+    elements, magnitude = limits
+    for item in _leaves(value):
+        if isinstance(item, wire.Unsupported):
+            return False
+        if isinstance(item, np.ndarray):
+            if item.size > elements or max(item.shape, default=0) > magnitude:
+                return False
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, bool) and abs(int(item)) > magnitude:
+            return False
+    return True
+
+
+def _defines(source: str, function: str) -> bool:
+    """Whether a cell's source defines ``function`` (its own mistakes are never "earlier" for it)."""
+    return re.search(rf"^\s*def\s+{re.escape(function)}\s*\(", source, re.MULTILINE) is not None
+
+
+class _Unreadable(Exception):
+    """The kernel's record could not be read; nothing to compare."""
+
+
+def _learner_value(case: Case, record: Any):
+    """The learner's result as a value (or :class:`Raised`), decoded from the kernel's record."""
+    if not isinstance(record, dict):
+        raise _Unreadable("the result could not be read")
+    status = record.get("status")
+    if status == "missing":
+        raise _Unreadable(str(record.get("message", "the function is missing"))[:200])
+    if status == "incomplete":
+        raise _Unreadable("a call of an earlier function had no stand-in value")
+    if status == "timeout":
+        return Raised("FunctionTimedOut", ("FunctionTimedOut",), f"did not finish within {CALL_SECONDS:g} s")
+    if status == "raised":
+        return Raised(str(record.get("type", "?"))[:80], tuple(str(n)[:80] for n in record.get("mro", []))[:20],
+                      str(record.get("message", ""))[:300], record.get("where"))
+    if status == "returned":
+        try:
+            return wire.decode(record.get("value"))
+        except Exception as error:  # noqa: BLE001 — garbage from a tampered kernel
+            raise _Unreadable(f"the result could not be read ({type(error).__name__})") from None
+    raise _Unreadable("the result could not be read")
+
+
+def _check(case: Case, got, expected, record: dict, parameters: list[str] = ()) -> None:
+    """Raise :class:`CheckFailed` unless the learner's value and behaviour are right for the case.
+
+    ``parameters`` are the function's parameter names, so that a message can name an argument ("x").
+    """
+    if isinstance(expected, Raised) and case.raises is None:
+        raise RuntimeError(f"the reference raised {expected.type} on case {case.description!r}: {expected.message}")
+    if case.raises is not None:
+        if isinstance(got, Raised):
+            if case.raises in got.mro:
+                return
+            if _unanswered(case, got):
+                raise CheckFailed(f"{UNANSWERED} ({case.function} still raises NotImplementedError)")
+            raise CheckFailed(f"it should raise {case.raises}, but it raised {got.type}{_colon(got.message)}")
+        raise CheckFailed(f"it should raise {case.raises}, but it returned {_what(got)}")
+    if isinstance(got, Raised):
+        inside = f" in {got.where}" if got.where and got.where != case.function else ""
+        if got.type == "FunctionTimedOut":
+            raise CheckFailed(f"{case.function} did not finish within {CALL_SECONDS:g} s (an infinite loop?)")
+        if _unanswered(case, got):
+            raise CheckFailed(f"{UNANSWERED} ({case.function} still raises NotImplementedError)")
+        if inside and got.type == "NotImplementedError":
+            raise CheckFailed(f"{got.where}, another function of this notebook that it calls, is {UNANSWERED}: "
+                              "finish it first")
+        raise CheckFailed(f"your function raised {got.type}{inside}{_colon(got.message)}")
+    _expect(case, case.outputs[0] if len(case.outputs) == 1 else "the result", got, expected)
+    if case.no_warnings and record.get("warnings"):
+        raise CheckFailed(f"it emitted a warning ({record['warnings'][0]}); this step must run without any")
+    after = record.get("args_after") or []
+    for position, (original, encoded) in enumerate(zip(case.args, after)):
+        if isinstance(original, np.ndarray) and encoded is not None:
+            try:
+                now = wire.decode(encoded)
+            except Exception:  # noqa: BLE001
+                raise CheckFailed("its arguments could not be read back after the call") from None
+            if not (isinstance(now, np.ndarray) and now.shape == original.shape
+                    and np.array_equal(now, original, equal_nan=original.dtype.kind == "f")):
+                name = parameters[position] if position < len(parameters) else f"argument {position + 1}"
+                raise CheckFailed(f"it modified its argument {name} in place; "
+                                  "compute a new array instead (the caller's data must stay unchanged)")
+
+
+def _colon(message: str) -> str:
+    """``": message"``, or nothing for an exception raised without a message (no empty text after a colon)."""
+    message = str(message).strip()
+    return f": {message}" if message else ""

@@ -1,0 +1,75 @@
+"""Grade answers in this process — the model of ``nbgrader autograde`` used to test the tests.
+
+The answers run in a plain namespace instead of a sandboxed kernel, but every
+other part is the real pipeline: the same request data, the same kernel-side
+calls (:func:`attention_lab.core.probe.collect`), a JSON round trip of the results
+as they would leave the kernel, the same stand-in passes
+(:func:`autograder.grader.stand_ins.run_passes`) and the same
+:class:`~autograder.grader.comparison.Grader`. The end-to-end tests check that
+nbgrader gives the same scores.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from attention_lab.core import probe, values as wire
+from autograder.grader.answers import REPO, answer_namespace
+from autograder.grader.comparison import Grader, StepResult
+from autograder.nbgrader.notebook_cells import read_json, test_cells
+from autograder.grader.probe_output import screen_results
+from autograder.grader.spec import Assignment, Variant
+from autograder.grader.stand_ins import run_passes
+
+_GRADERS: dict[tuple[str, str, int | None], Grader] = {}
+
+
+def grader_for(assignment: Assignment, course_dir: Path = REPO, seed: int | None = None) -> Grader:
+    """One :class:`Grader` per assignment, course directory and seed, so the reference's outputs are computed once."""
+    key = (assignment.name, str(Path(course_dir).resolve()), seed)
+    if key not in _GRADERS:
+        _GRADERS[key] = Grader(assignment, course_dir, seed)
+    return _GRADERS[key]
+
+
+def points_of(assignment: Assignment, course_dir: Path = REPO) -> dict[str, float]:
+    """grade_id → points of each autograder-test cell of the source notebook."""
+    nb = read_json(Path(course_dir) / "source" / assignment.name / assignment.notebook)
+    return {grade_id: points for grade_id, (_, points) in test_cells(nb).items()}
+
+
+def kernel_results(namespace: dict, request: dict) -> dict | None:
+    """What the grader reads of the kernel's answer to ``request``: the same JSON round trips and screening."""
+    sent = wire.unpack(wire.pack(request))
+    return screen_results(request, json.loads(json.dumps(probe.collect(namespace, sent))))[0]
+
+
+def grade_answers(assignment: Assignment, cells: dict[str, str], course_dir: Path = REPO, *,
+                  stand_ins: bool = True, seed: int | None = None) -> dict[str, StepResult]:
+    """Grade the source solution with ``cells`` (solution grade_id → source) replaced.
+
+    Parameters
+    ----------
+    stand_ins : bool
+        Run the stand-in passes (as grading does); False grades the first pass alone.
+    seed : int, optional
+        Seed of the hidden cases (default: the course's).
+
+    Returns
+    -------
+    dict
+        test-cell grade_id → :class:`~autograder.grader.comparison.StepResult`.
+    """
+    grader = grader_for(assignment, course_dir, seed)
+    namespace = answer_namespace(assignment.name, assignment.notebook, cells, course_dir)
+    points = points_of(assignment, course_dir)
+    results = {grade_id: kernel_results(namespace, grader.request(grade_id)) for grade_id in points
+               if grade_id in grader.cases}
+    later = run_passes(grader, results, lambda request: kernel_results(namespace, request)) if stand_ins else {}
+    return grader.grade(results, points, stand_in_results=later)
+
+
+def grade_variant(assignment: Assignment, variant: Variant, course_dir: Path = REPO, **options) -> dict[str, StepResult]:
+    """Grade one answer variant (see :func:`grade_answers`)."""
+    return grade_answers(assignment, dict(variant.cells), course_dir, **options)

@@ -1,0 +1,187 @@
+"""What an assignment is, as data the grader needs: steps, hidden cases, answer variants.
+
+An assignment module (``autograder/assignment<N>.py``) builds one
+:class:`Assignment`. The grader (:mod:`autograder.grader.comparison`) uses it in its
+own process, outside the learner's kernel:
+
+* each :class:`Step` belongs to one autograder-test cell (its ``grade_id``);
+* each :class:`Case` is one call of a learner's function on hidden inputs,
+  built from a seed (``Step.cases(seed)``), with a weight; only the inputs
+  are sent into the kernel, and only the raw results come back
+  (:mod:`attention_lab.core.probe`);
+* the expected result comes from ``Assignment.reference`` in the grader;
+* a wrong result is compared with the output of each known mistake
+  (``Assignment.mistakes``) on the same inputs, so feedback can name it.
+
+The variants double as test submissions: every ``correct`` variant must earn
+full marks, every ``mistake`` must lose points on exactly the steps in its
+``breaks`` and be named there (the report in :mod:`autograder.examples.report`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+#: Values a case may pass to a learner's function: they cross into the kernel
+#: as data (NumPy arrays without pickling, JSON scalars), never as objects.
+Value = Any  # numpy.ndarray | int | float | bool | str | None | list/tuple of these
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A way of answering an assignment: solution-cell replacements.
+
+    Attributes
+    ----------
+    description : str
+        What the variant does differently, in words (shown to instructors).
+    cells : dict of str to str
+        ``grade_id`` of a solution cell → the cell's full replacement source;
+        cells it does not name keep the source notebook's solution.
+    breaks : frozenset of str
+        For mistakes: ``grade_id`` of each autograder-test cell that must lose
+        points (the step where the mistake *is*; later steps that call the
+        mistaken function are graded on their own, with the reference's values
+        standing in for its calls, and keep their points). Empty for correct
+        variants.
+    hint : str
+        For mistakes: what the learner reads when their output matches this
+        variant's — names the mistake and points to the idea, without code.
+    """
+
+    description: str
+    cells: Mapping[str, str]
+    breaks: frozenset[str] = field(default_factory=frozenset)
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call of a learner's function on hidden inputs, compared with the reference.
+
+    Attributes
+    ----------
+    description : str
+        What the case checks, in words ("causal mask, T = 6").
+    function : str
+        Name of the learner's function in the notebook (and in ``reference``).
+    args : tuple
+        Positional arguments (:data:`Value` items).
+    kwargs : dict
+        Keyword arguments (:data:`Value` items).
+    outputs : tuple of str
+        Names of the returned values in messages. One name: the function
+        returns one value; several: it returns a tuple of that length, in
+        that order ("the output", "the weights").
+    rtol, atol : float
+        Tolerances for floating-point results (as in :func:`numpy.allclose`).
+    raises : str, optional
+        Name of the exception the function must raise on these inputs
+        ("ValueError"); the case passes when it raises that class or a
+        subclass, and fails when it returns.
+    exact_dtype : bool
+        When True, an array result must have exactly the reference's dtype
+        (e.g. float16 in, float16 out), not just the same kind.
+    no_warnings : bool
+        When True, the case fails if the call emits any Python warning
+        (e.g. NumPy's ``RuntimeWarning: invalid value``), for specs that
+        require a clean result ("no NaN and no warning").
+    weight : float
+        The case's share of the step's points: a step scores
+        ``points × (weight of the cases passed) / (weight of all its cases)``.
+        0 for a case that no known mistake of its step fails (e.g.
+        ``causal_mask(1)``, which every mask gets right): it is still run and
+        reported, but wrong code cannot earn points on it by accident.
+    """
+
+    description: str
+    function: str
+    args: tuple = ()
+    kwargs: Mapping[str, Value] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ("the result",)
+    rtol: float = 1e-4
+    atol: float = 1e-6
+    raises: str | None = None
+    exact_dtype: bool = False
+    no_warnings: bool = False
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Step:
+    """The graded part of one autograder-test cell.
+
+    Attributes
+    ----------
+    grade_id : str
+        ``grade_id`` of the autograder-test cell in the source notebook.
+    title : str
+        Short name of the step in tables and feedback ("softmax").
+    cases : callable
+        ``cases(seed=<today's seed>) -> list[Case]``, called in the grader
+        only: the same seed gives the same inputs, so grading is
+        deterministic, and another seed gives new inputs of the same kinds
+        (to rotate hidden inputs between cohorts). Without an argument it uses
+        the seed the course has always used. The step's points are shared
+        among its cases by their ``weight``.
+    diagnose : callable, optional
+        ``diagnose(case, result, expected) -> list[str]``: plain-words
+        properties that fail ("rows don't sum to 1") for a wrong result that
+        matches no known mistake. ``result`` is what the learner returned
+        (already decoded), ``expected`` the reference's.
+    """
+
+    grade_id: str
+    title: str
+    cases: Callable[..., Sequence[Case]]
+    diagnose: Callable[[Case, Any, Any], list[str]] | None = None
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Everything the grader knows about one assignment.
+
+    Attributes
+    ----------
+    name : str
+        Folder under ``source/`` and ``release/`` ("01_scaled_dot_product_attention").
+    notebook : str
+        The notebook's file name inside that folder.
+    reference : dict of str to callable
+        Function name → reference implementation (from ``autograder.assignments.a01_attention.reference*``).
+    steps : tuple of Step
+        In notebook order.
+    correct : dict of str to Variant
+        Correct but differently written answers (at least 8); each earns full marks.
+    mistakes : dict of str to Variant
+        Known mistakes, each with ``breaks`` and ``hint``.
+    worked_cases : tuple of Case
+        Small hand-worked inputs for the visible self-checks; their expected
+        outputs and each mistake's outputs are stored as numbers in the
+        student package (:mod:`autograder.grader.worked_cases`).
+    example_students : dict of str to Variant
+        The embedded example class for this assignment (student id → answer).
+    """
+
+    name: str
+    notebook: str
+    reference: Mapping[str, Callable]
+    steps: tuple[Step, ...]
+    correct: Mapping[str, Variant]
+    mistakes: Mapping[str, Variant]
+    worked_cases: tuple[Case, ...] = ()
+    example_students: Mapping[str, Variant] = field(default_factory=dict)
+
+    def step(self, grade_id: str) -> Step:
+        """The step of the autograder cell ``grade_id``.
+
+        Raises
+        ------
+        KeyError
+            If no step has that ``grade_id``.
+        """
+        for step in self.steps:
+            if step.grade_id == grade_id:
+                return step
+        raise KeyError(f"assignment {self.name} has no step for grade_id {grade_id!r}")

@@ -1,0 +1,335 @@
+"""Grade a class with nbgrader and report the scores per student and step.
+
+Used by ``make grade`` (a real class, course root = the repository) and
+``make demo`` (the embedded example class, graded in a temporary course
+directory). nbgrader does the work — ``generate_assignment`` to load the
+source and hidden tests into the gradebook, then per student ``autograde``
+and ``generate_feedback`` in a child process with its own budget
+(:mod:`autograder.nbgrader.student_job`) — and this module reads the gradebook back
+into a table and ``grades.csv``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbgrader.api import Gradebook, MissingEntry
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+from autograder import assignments
+from autograder.course import COURSE_ID, KERNEL_ENVIRONMENT
+
+
+
+def nbgrader_environment() -> dict[str, str]:
+    """Environment for nbgrader commands and the kernels they start.
+
+    The interpreter's ``bin/`` goes first on PATH because nbgrader shells out
+    to ``alembic`` and starts ``python3`` kernels; the kernels' environment is
+    :data:`autograder.course.KERNEL_ENVIRONMENT` (one BLAS thread).
+    """
+    env = {**os.environ, **KERNEL_ENVIRONMENT}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    return env
+
+
+def run_nbgrader(course_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``nbgrader ARGS`` in ``course_dir``, capturing its log.
+
+    Raises
+    ------
+    RuntimeError
+        If ``check`` and nbgrader exits non-zero; the message ends with its log.
+    """
+    command = [sys.executable, "-m", "nbgrader", *args]
+    result = subprocess.run(command, cwd=course_dir, env=nbgrader_environment(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"`nbgrader {' '.join(args)}` failed in {course_dir}:\n{result.stdout[-6000:]}")
+    return result
+
+
+def course_config(course_dir: Path) -> Config:
+    """The course's ``nbgrader_config.py``, loaded as nbgrader loads it (settings of our own classes included)."""
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
+
+
+def copy_course(repo: Path, target: Path, folders: tuple[str, ...] = ("source",)) -> Path:
+    """Make ``target`` a course directory: the repository's ``nbgrader_config.py`` and copies of ``folders``.
+
+    Used wherever grading or a browser session must not touch the repository
+    (the example class, the tests).
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy(repo / "nbgrader_config.py", target / "nbgrader_config.py")
+    for folder in folders:
+        shutil.copytree(repo / folder, target / folder)
+    return target
+
+
+def load_into_gradebook(course_dir: Path, assignment: str) -> None:
+    """Record the assignment's cells and hidden tests in the gradebook, leaving ``release/`` alone.
+
+    ``generate_assignment`` is what stores the hidden tests that ``autograde``
+    restores; its output goes to a scratch folder so that a committed
+    ``release/`` is never rewritten by grading.
+    """
+    with tempfile.TemporaryDirectory(prefix="attention-lab-release-") as scratch:
+        run_nbgrader(course_dir, "generate_assignment", assignment, "--force",
+                     f"--CourseDirectory.release_directory={scratch}")
+
+
+@dataclass
+class StudentResult:
+    """Scores of one student on one assignment: step → (score, max), or None if not graded.
+
+    ``named`` lists the known mistakes the grader named (see
+    ``autograder.grader.comparison``); ``note`` is a one-line reason when the
+    submission was not graded or its kernel was stopped.
+    """
+
+    student: str
+    steps: dict[str, tuple[float, float]] | None
+    note: str = ""
+    named: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> float:
+        return sum(score for score, _ in self.steps.values()) if self.steps else 0.0
+
+
+def step_name(grade_id: str, assignment: str | None = None) -> str:
+    """Column name for a test cell: the step's title in ``autograder.assignment<N>``, else the grade_id sans ``test_``."""
+    if assignment is not None:
+        try:
+            return assignments.get(assignment).step(grade_id).title
+        except KeyError:
+            pass
+    return grade_id.removeprefix("test_")
+
+
+def read_results(course_dir: Path, assignment: str, students: list[str],
+                 problems: dict[str, str] | None = None,
+                 job_notes: dict[str, list[str]] | None = None) -> tuple[list[str], list[StudentResult]]:
+    """Read autograded scores from the gradebook.
+
+    Parameters
+    ----------
+    problems : dict, optional
+        student → reason the submission was not graded; such students are reported as not graded.
+    job_notes : dict, optional
+        student → notes from grading them (extra files left out, ...), added to the table's notes.
+
+    Returns
+    -------
+    steps : list of str
+        Test-cell grade ids in notebook order.
+    results : list of StudentResult
+        One per student, ``steps=None`` (with a note saying why) when nbgrader did
+        not autograde every cell of the submission.
+    """
+    problems = problems or {}
+    job_notes = job_notes or {}
+    db_url = f"sqlite:///{course_dir / 'gradebook.db'}"
+    results = []
+    with Gradebook(db_url, course_id=COURSE_ID) as gradebook:
+        notebooks = gradebook.find_assignment(assignment).notebooks
+        cells = [(nb.name, cell.name, cell.max_score) for nb in notebooks for cell in nb.grade_cells
+                 if cell.cell_type == "code"]
+        steps = [name for _, name, _ in cells]
+        for student in students:
+            if student in problems:
+                results.append(StudentResult(student, None, f"not graded: {problems[student]}"))
+                continue
+            try:
+                gradebook.find_submission(assignment, student)
+                scores = {}
+                for notebook, cell, max_score in cells:
+                    grade = gradebook.find_grade(cell, notebook, assignment, student)
+                    if grade.auto_score is None:  # nbgrader kept the submission but could not run it
+                        raise MissingEntry(f"{cell} was not autograded")
+                    scores[cell] = (float(grade.score), float(max_score))
+                note, named = _grading_notes(course_dir, assignment, student)
+                note = "; ".join(filter(None, [note, *job_notes.get(student, [])]))
+                results.append(StudentResult(student, scores, note, named))
+            except MissingEntry as missing:
+                results.append(StudentResult(student, None, f"not graded: the gradebook has no score for it ({missing})"))
+    return steps, results
+
+
+def _grading_notes(course_dir: Path, assignment: str, student: str) -> tuple[str, list[str]]:
+    """(note, named mistakes) that the grading preprocessors left in the autograded notebooks.
+
+    The note says why a kernel was stopped and which steps are still the release's stub ("unanswered").
+    """
+    notes, named, unanswered, steps = [], [], [], 0
+    for path in sorted((course_dir / "autograded" / student / assignment).glob("*.ipynb")):
+        try:
+            meta = nbformat.read(str(path), as_version=4).metadata.get("attention_lab", {})
+        except Exception:  # noqa: BLE001 — the scores are in the gradebook; notes are a bonus
+            continue
+        execution = meta.get("execution") or {}
+        if execution.get("status") not in (None, "ok"):
+            notes.append(str(execution.get("reason", execution["status"]))[:200])
+        edits = [line for line in meta.get("metadata_edits", []) if not line.startswith("copied cell")]
+        copies = [line for line in meta.get("metadata_edits", []) if line.startswith("copied cell")]
+        if edits:
+            notes.append("metadata edited: " + "; ".join(edits)[:300])
+        notes += copies[:3]
+        if meta.get("restored_cells"):
+            notes.append("restored from the gradebook: " + ", ".join(
+                line.split(":")[0] for line in meta["restored_cells"])[:200])
+        if meta.get("sanitized"):
+            notes.append(f"content that could run in a browser removed (cells {', '.join(meta['sanitized'])[:60]})")
+        grading = meta.get("grading") or {}
+        for grade_id in sorted(grading, key=lambda g: _step_order(assignment).get(g, len(grading))):
+            steps += 1
+            named.extend(key for key in grading[grade_id].get("named", []) if key not in named)
+            if grading[grade_id].get("unanswered"):
+                unanswered.append(step_name(grade_id, assignment))
+    if unanswered:
+        notes.append("unanswered" if len(unanswered) == steps else f"unanswered: {', '.join(unanswered)}")
+    return "; ".join(notes), named
+
+
+def _step_order(assignment: str) -> dict[str, int]:
+    """grade_id → position of its step in ``autograder.assignment<N>`` (empty for an unknown assignment)."""
+    try:
+        return {step.grade_id: i for i, step in enumerate(assignments.get(assignment).steps)}
+    except KeyError:
+        return {}
+
+
+def format_table(steps: list[str], results: list[StudentResult], assignment: str | None = None) -> str:
+    """Plain-text table: one row per student, one column per step, the total, and notes.
+
+    The notes column names the known mistakes found and why a kernel was
+    stopped, or why a submission was not graded.
+    """
+    headers = ["student", *(step_name(s, assignment) for s in steps), "total", "notes"]
+    maximum = None
+    rows = []
+    for result in results:
+        if result.steps is None:
+            rows.append([result.student, *("–" for _ in steps), "–", result.note])
+            continue
+        maximum = sum(m for _, m in result.steps.values())
+        notes = "; ".join(filter(None, [result.note, ", ".join(result.named)]))
+        rows.append([result.student, *(f"{result.steps[s][0]:g}/{result.steps[s][1]:g}" for s in steps),
+                     f"{result.total:g}/{maximum:g}", notes])
+    widths = [max(len(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
+    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [headers, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def write_csv(path: Path, assignment: str, steps: list[str], results: list[StudentResult]) -> None:
+    """Write ``grades.csv``: student, assignment, one score column per step, total, max score, note."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student", "assignment", *(step_name(s, assignment) for s in steps), "total", "max_score",
+                         "note", "mistakes"])
+        for result in results:
+            if result.steps is None:
+                writer.writerow([result.student, assignment, *("" for _ in steps), "", "", result.note, ""])
+            else:
+                maximum = sum(m for _, m in result.steps.values())
+                writer.writerow([result.student, assignment, *(f"{result.steps[s][0]:g}" for s in steps),
+                                 f"{result.total:g}", f"{maximum:g}", result.note, " ".join(result.named)])
+
+
+def write_class_csv(path: Path, results: dict[str, tuple[list[str], list[StudentResult]]]) -> None:
+    """Write the class overview ``grades.csv`` (one row per student and assignment) and, beside it,
+    ``grades-<assignment>.csv`` with one column per step (:func:`write_csv`)."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student", "assignment", "total", "max_score", "note", "mistakes"])
+        for assignment, (_, rows) in results.items():
+            for result in rows:
+                maximum = sum(m for _, m in result.steps.values()) if result.steps else None
+                writer.writerow([result.student, assignment, f"{result.total:g}" if result.steps else "",
+                                 f"{maximum:g}" if maximum is not None else "", result.note, " ".join(result.named)])
+    for assignment, (steps, rows) in results.items():
+        write_csv(path.parent / f"grades-{assignment}.csv", assignment, steps, rows)
+
+
+def grade_class(course_dir: Path, assignment: str, students: list[str]) -> tuple[list[str], list[StudentResult]]:
+    """Autograde every submission of ``assignment`` in ``course_dir/submitted`` and write feedback.
+
+    Each student is graded on their own (:func:`autograder.nbgrader.student_job.run_student`: a child process
+    with a memory and a wall-clock budget), one after the other; a submission that cannot be
+    graded is reported with its reason and the next student is graded. Returns the steps and
+    per-student results read back from the gradebook.
+    """
+    from autograder.nbgrader import student_job
+    from autograder.nbgrader.submission_limits import quarantine, student_id_problem
+
+    load_into_gradebook(course_dir, assignment)
+    budget = student_job.StudentBudget(config=course_config(course_dir))
+    problems, notes = {}, {}
+    with open(course_dir / "grading.log", "a") as log:
+        log.write(f"==== {assignment} ====\n")
+        for student in students:
+            unsafe = student_id_problem(student)
+            if unsafe:  # never graded, and moved where Formgrader does not list it
+                moved = quarantine(course_dir, student).relative_to(course_dir)
+                problems[student] = f"{unsafe}; moved to {moved}/"
+                continue
+            job = student_job.run_student(course_dir, assignment, student, budget)
+            log.write(f"---- {student} ----\n{job.log}\n")
+            if not job.graded:
+                problems[student] = job.reason
+            notes[student] = job.notes
+    return read_results(course_dir, assignment, students, problems, notes)
+
+
+def submitted_students(course_dir: Path, assignment: str) -> list[str]:
+    """Student ids with a folder ``submitted/<student>/<assignment>``, sorted."""
+    submitted = course_dir / "submitted"
+    if not submitted.is_dir():
+        return []
+    return sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m autograder.nbgrader.grading [ASSIGNMENT ...]``: grade the real class in the current course root."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Autograde submitted/ with nbgrader and print a table.")
+    parser.add_argument("assignments", nargs="*", help="assignment names (default: every folder in source/)")
+    parser.add_argument("--course-dir", type=Path, default=Path.cwd())
+    args = parser.parse_args(argv)
+    course_dir = args.course_dir.resolve()
+    assignments = args.assignments or sorted(p.name for p in (course_dir / "source").iterdir() if p.is_dir())
+    graded_any = False
+    for assignment in assignments:
+        students = submitted_students(course_dir, assignment)
+        if not students:
+            print(f"{assignment}: nothing in submitted/<student>/{assignment}/ to grade")
+            continue
+        graded_any = True
+        steps, results = grade_class(course_dir, assignment, students)
+        out = course_dir / f"grades-{assignment}.csv"
+        write_csv(out, assignment, steps, results)
+        print(f"\n{assignment}: {len(students)} submission(s)\n")
+        print(format_table(steps, results, assignment))
+        print(f"\ngrades: {out}\nfeedback: {course_dir / 'feedback'}/<student>/{assignment}/\n"
+              f"nbgrader log: {course_dir / 'grading.log'}")
+    if not graded_any:
+        print("Put submissions in submitted/<student>/<assignment>/<notebook>.ipynb "
+              "(nbgrader collect does this), then run `make grade` again.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
