@@ -4,8 +4,9 @@
 ``release/<assignment>/`` to ``workspace/<assignment>/`` unless that folder
 already exists (a learner's work is never overwritten), then runs JupyterLab
 with the course folder as its root and ``notebooks/00_start_here.ipynb`` as the
-page it opens. The browser test starts the server with :func:`lab_command`,
-so it checks the same set-up.
+page it opens, and with :mod:`attention_lab.clean_on_save` enabled, so that opening
+and running the committed notebooks leaves the repository unchanged. The browser
+tests start the server with :func:`lab_command`, so they check the same set-up.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 from pathlib import Path
 
 START_PAGE = "notebooks/00_start_here.ipynb"
+# saves notebooks in the committed folders without outputs and kernel metadata (git status stays empty)
+CLEAN_ON_SAVE = "attention_lab.clean_on_save"
 
 
 def prepare_workspace(course_dir: Path) -> list[Path]:
@@ -33,11 +36,12 @@ def prepare_workspace(course_dir: Path) -> list[Path]:
 
 
 def lab_command(course_dir: Path, *extra: str) -> list[str]:
-    """The ``jupyter lab`` command line: course folder as root, opening on the start page."""
+    """The ``jupyter lab`` command line: course folder as root, opening on the start page, clean saves."""
     jupyter = Path(sys.executable).parent / "jupyter"
     start = START_PAGE if (course_dir / START_PAGE).exists() else "workspace"  # the student edition has no notebooks/
     return [str(jupyter), "lab", f"--ServerApp.root_dir={course_dir}",
-            f"--LabApp.default_url=/lab/tree/{start}", *extra]
+            f"--LabApp.default_url=/lab/tree/{start}", f"--ServerApp.jpserver_extensions={CLEAN_ON_SAVE}=True",
+            *extra]
 
 
 def main(argv: list[str] | None = None) -> None:
