@@ -16,7 +16,7 @@ def edition(tmp_path_factory):
 
 def test_it_holds_the_student_package_and_the_release_only(edition):
     assert sorted(p.name for p in edition.iterdir()) == [
-        "README.md", "attention_lab", "environment.yml", "postBuild", "pyproject.toml", "release"]
+        "README.md", "attention_lab", "environment.yml", "jupyter-config", "postBuild", "pyproject.toml", "release"]
     names = {p.name for p in edition.rglob("*")}
     assert "autograder" not in names and "source" not in names and "reference.py" not in names
     assert not any("BEGIN SOLUTION" in p.read_text() for p in (edition / "release").rglob("*.ipynb"))
