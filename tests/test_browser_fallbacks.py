@@ -81,7 +81,8 @@ def test_an_earlier_trace_function_is_restored(no_signals):
         sys.settrace(None)
 
 
-def test_a_self_check_reports_a_looping_function_instead_of_hanging(no_signals, capsys):
+def test_a_self_check_reports_a_looping_function_instead_of_hanging(no_signals, capsys, monkeypatch):
+    monkeypatch.setattr(checks, "CALL_SECONDS", 0.5)  # the checks' limit, shortened to keep the test quick
     with pytest.raises(Exception) as failure:
         checks.check_softmax(loop_forever)
     said = str(failure.value) + capsys.readouterr().out
