@@ -93,7 +93,8 @@ POSTBUILD = """#!/usr/bin/env bash
 # release/ as committed, and nbgrader's student side only (what jupyter-config/ does for attention_lab.lab).
 set -euo pipefail
 python -c "from pathlib import Path; from attention_lab.lab import prepare_workspace; prepare_workspace(Path.cwd())"
-jupyter server extension enable --sys-prefix attention_lab.clean_on_save
+# (`jupyter server extension enable` only toggles extensions that already have a config file; this writes one)
+python -c \"from jupyter_server.extension.serverextension import toggle_server_extension_python as toggle; toggle('attention_lab.clean_on_save', enabled=True, sys_prefix=True)\"
 {disable}
 """
 

@@ -8,8 +8,6 @@ import copy
 import io
 import json
 import os
-import shutil
-import subprocess
 
 import nbformat
 import pytest
@@ -17,12 +15,12 @@ import pytest
 from attention_lab import clean_on_save
 from attention_lab.lab import CLEAN_ON_SAVE, lab_command
 from browser_support import CHROMIUM, launch, lab_server, run_all, wait_idle
+from clone_support import git, make_clone
 from conftest import REPO
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 COMMITTED = sorted(p for folder in clean_on_save.COMMITTED_FOLDERS for p in (REPO / folder).rglob("*.ipynb")
                    if ".ipynb_checkpoints" not in p.parts)
-GIT = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid", "-c", "init.defaultBranch=main"]
 
 
 def as_saved(nb) -> str:
@@ -95,22 +93,9 @@ def test_make_lab_enables_the_extension():
     assert clean_on_save._jupyter_server_extension_points() == [{"module": CLEAN_ON_SAVE}]
 
 
-def git(*args, cwd):
-    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def clone(tmp_path):
-    """A git repository holding this worktree's files as a fresh clone would (tracked and new, not ignored)."""
-    listed = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=REPO).split("\0")
-    target = tmp_path / "attention-lab"
-    for name in filter(None, listed):
-        if (REPO / name).is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, target / name)
-    git("init", "-q", cwd=target)
-    git("add", "-A", cwd=target)
-    git("commit", "-q", "-m", "clone", cwd=target)
+    target = make_clone(REPO, tmp_path / "attention-lab")
     assert git("status", "--porcelain", cwd=target) == ""
     return target
 
