@@ -18,7 +18,12 @@ folder that any static web host can serve. It holds
   pure-Python wheels (the student package ``attention-lab-student`` as
   ``make student-env`` builds it — never the grader —, ipywidgets and
   jupyterlab_widgets at the versions of this environment, whose lab extension
-  the site ships). Pyodide builds the rest for WebAssembly itself (NumPy,
+  the site ships), and ``attention-lab-reference``: the reference
+  implementations the self-study explorers in ``notebooks/`` run on
+  (``autograder/reference*.py`` and ``autograder/validation.py``, nothing else of
+  the grader). Like this repository, the site therefore holds the solutions:
+  it is for self-study, not for students of a graded class (give those the
+  student edition). Pyodide builds the rest for WebAssembly itself (NumPy,
   matplotlib, Pillow, …): neither the npm package nor PyPI has those wheels, so
   the lock points them at Pyodide's CDN and the browser downloads them on first
   use (then caches them).
@@ -65,6 +70,24 @@ ENVIRONMENT_WHEELS = ("ipywidgets", "jupyterlab-widgets", "comm")
 # requirements of the student package that are server-side tools, not used in the browser
 SERVER_ONLY = ("jupyterlab", "nbgrader", "ipykernel")
 STUDENT_PACKAGE = "attention-lab-student"
+# the reference the self-study explorers import (`from autograder.reference import ...`): these modules only
+REFERENCE_PACKAGE = "attention-lab-reference"
+REFERENCE_MODULES = ("__init__.py", "validation.py", "reference.py", "reference_*.py")
+REFERENCE_PYPROJECT = """[build-system]
+requires = ["setuptools>=77"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "attention-lab-reference"
+version = "{version}"
+description = "Attention Lab's reference implementations, which the self-study explorers run on."
+requires-python = ">=3.11"
+license = "MIT"
+dependencies = ["numpy>=1.26,<3"]
+
+[tool.setuptools]
+packages = ["autograder"]
+"""
 # the kernel jupyterlite-pyodide-kernel registers (jupyter-lite.json's defaultKernelName)
 PYODIDE_KERNELSPEC = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
 
@@ -136,12 +159,30 @@ def student_wheel(out: Path) -> Path:
     """The student package as a pure-Python wheel, built from the student edition (no grader in it)."""
     from autograder import student_build
 
+    shutil.rmtree(out, ignore_errors=True)  # one wheel: the current one
     with tempfile.TemporaryDirectory() as tmp:
         edition = student_build.build(Path(tmp) / "attention-lab-student")
         # no build isolation: setuptools comes with the `lite` extra, so building needs no index
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                         "-w", str(out), str(edition)], check=True)
     return next(out.glob("attention_lab_student-*-py3-none-any.whl"))
+
+
+def reference_wheel(out: Path) -> Path:
+    """The reference implementations as a pure-Python wheel (package ``autograder`` with :data:`REFERENCE_MODULES`)."""
+    from attention_lab import __version__
+
+    shutil.rmtree(out, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp) / "attention-lab-reference"
+        (project / "autograder").mkdir(parents=True)
+        for pattern in REFERENCE_MODULES:
+            for module in (REPO / "autograder").glob(pattern):
+                shutil.copy2(module, project / "autograder" / module.name)
+        (project / "pyproject.toml").write_text(REFERENCE_PYPROJECT.format(version=__version__))
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                        "-w", str(out), str(project)], check=True)
+    return next(out.glob("attention_lab_reference-*-py3-none-any.whl"))
 
 
 def lock_entry(wheel: Path, depends: list[str]) -> dict:
@@ -182,6 +223,7 @@ def localised_lock(core: Path, pyodide_dir: Path, cache: Path) -> dict:
     # the course's own wheels: the student package, and pure-Python packages at this environment's versions
     extra = download_wheels([f"{n}=={importlib.metadata.version(n)}" for n in ENVIRONMENT_WHEELS], cache)
     extra[canonicalize_name(STUDENT_PACKAGE)] = student_wheel(cache / "student")
+    extra[canonicalize_name(REFERENCE_PACKAGE)] = reference_wheel(cache / "reference")
     shim = Path(sys.prefix, "share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static/pypi")
     extra["widgetsnbextension"] = max(shim.glob("widgetsnbextension-4.*-py3-none-any.whl"))  # the kernel's stand-in
     for name, wheel in extra.items():
@@ -275,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("target", nargs="?", type=Path, default=DEFAULT_TARGET)
     args = parser.parse_args(argv)
     path = build(args.target.resolve())
-    print(f"wrote {path}\n  serve it with any static web server, e.g. python -m http.server -d {path}")
+    print(f"wrote {path} (for self-study: it holds the reference solutions the explorers run on)\n"
+          f"  serve it with any static web server, e.g. python -m http.server -d {path}")
     return 0
 
 

@@ -9,11 +9,13 @@ down exactly what the site needs the network for. Needs npm and PyPI on the firs
 build/lite-cache/), and Debian's Chromium (/usr/bin/chromium; `.ci/run` installs it).
 """
 
+import ast
 import functools
 import hashlib
 import json
 import os
 import shutil
+import sys
 import threading
 import urllib.parse
 import zipfile
@@ -75,7 +77,8 @@ def test_the_site_serves_pyodide_itself_at_the_kernels_version(site):
 
 def test_everything_the_kernel_starts_with_is_a_local_pure_python_wheel_with_its_hash(site):
     packages = lock(site)
-    needed = lite_build.closure(packages, [*lite_build.KERNEL_STARTUP, "ipywidgets", "attention-lab-student"])
+    needed = lite_build.closure(packages, [*lite_build.KERNEL_STARTUP, "ipywidgets", "attention-lab-student",
+                                           "attention-lab-reference"])
     assert {"micropip", "packaging", "ipython", "jedi", "comm", "ipywidgets", "attention-lab-student"} <= needed
     for name, entry in packages.items():
         path = site / "static" / "pyodide" / entry["file_name"]
@@ -174,3 +177,37 @@ def test_in_chromium_the_start_page_opens_and_the_student_package_runs_in_the_br
     assert all(url.startswith(PYODIDE_CDN_URL + "/") for url in outside), outside
     fetched = {canonicalize_name(urllib.parse.urlparse(url).path.rsplit("/", 1)[1].split("-")[0]) for url in outside}
     assert "numpy" in fetched and not result["numpy_loaded"]
+
+
+def imported_modules(notebook) -> set[str]:
+    """Dotted names of the modules a notebook's code cells import (IPython magics skipped)."""
+    names = set()
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        code = "\n".join(l for l in cell.source.splitlines() if not l.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Import):
+                names |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module)
+    return names
+
+
+def test_every_module_the_sites_notebooks_import_is_in_the_browser(site):
+    packages = lock(site)
+    importable = {name for entry in packages.values() for name in entry["imports"]} | set(sys.stdlib_module_names)
+    reference = zipfile.ZipFile(site / "static" / "pyodide" / packages["attention-lab-reference"]["file_name"])
+    modules = {n[:-3].replace("/", ".") for n in reference.namelist() if n.endswith(".py")}
+    assert modules == {"autograder.__init__", "autograder.validation", "autograder.reference",
+                       "autograder.reference_kv_cache", "autograder.reference_masking",
+                       "autograder.reference_multi_head", "autograder.reference_positional"}  # no grader
+    student_modules = {n[:-3].replace("/", ".") for n in zipfile.ZipFile(
+        site / "static" / "pyodide" / packages["attention-lab-student"]["file_name"]).namelist() if n.endswith(".py")}
+    for path in (site / "files").rglob("*.ipynb"):
+        for module in imported_modules(nbformat.read(path, 4)):
+            assert module.split(".")[0] in importable, f"{path.name} imports {module}"
+            if module.startswith("autograder"):
+                assert module in modules and "notebooks" in path.parts, f"{path.name} imports {module}"
+            if module.startswith("attention_lab"):
+                assert module in student_modules or f"{module}.__init__" in student_modules, module
