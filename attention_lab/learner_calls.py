@@ -36,7 +36,7 @@ def time_limit(seconds: float):
     is a :class:`TracedTimeLimit`, which checks the clock on every line of
     Python run inside the block and raises there. Python then removes the trace
     function, so that fallback interrupts once: code that catches the exception
-    and loops on is not stopped again (the kernel's stop button still is).
+    and loops on is not stopped again (restarting the kernel still stops it).
     Time spent inside one call into compiled code (a NumPy routine) is not
     interrupted by either.
 
