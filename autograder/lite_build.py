@@ -128,7 +128,13 @@ def pyodide_core(cache: Path) -> Path:
         subprocess.run(["npm", "pack", f"pyodide@{PYODIDE_VERSION}", "--pack-destination", str(cache), "--silent"],
                        check=True, capture_output=True, text=True)
         with tarfile.open(cache / f"pyodide-{PYODIDE_VERSION}.tgz") as archive:
-            archive.extractall(cache / "npm", filter="data")
+            members = archive.getmembers()
+            unsafe = [m.name for m in members if not (m.isfile() or m.isdir()) or ".." in Path(m.name).parts
+                      or not m.name.startswith("package/")]
+            if unsafe:  # (Python < 3.11.4 has no extraction filter to refuse these)
+                raise RuntimeError(f"unexpected entries in the pyodide npm package: {unsafe[:5]}")
+            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            archive.extractall(cache / "npm", members=members, **safe)
         shutil.rmtree(unpacked, ignore_errors=True)
         (cache / "npm" / "package").rename(unpacked)
     return unpacked
