@@ -84,7 +84,8 @@ class TracedTimeLimit:
     one line (which produces no line events). Tracing slows pure-Python loops
     inside the block (about 10× for a tight loop in CPython 3.11), not NumPy's
     compiled routines. An earlier trace function (a debugger, coverage) is
-    restored afterwards. A class rather than a generator, so that leaving the
+    restored afterwards. It interrupts once: code that catches the interruption and
+    keeps looping runs on (a kernel restart stops it). A class rather than a generator, so that leaving the
     block runs no traced frame of its own (:meth:`__exit__` is never
     interrupted).
 
@@ -107,12 +108,18 @@ class TracedTimeLimit:
         message = f"did not finish within {self.seconds:g} s (an infinite loop?)"
         exit_code = type(self).__exit__.__code__
 
+        fired = []
+
         def check(frame, event, arg):
-            if frame.f_code is exit_code:
+            if fired or frame.f_code is exit_code:
                 return None
             if event == "call" and loops_within_one_line(frame.f_code):
                 frame.f_trace_opcodes = True  # a one-line loop (`while True: pass`) produces no line events
             if time.monotonic() > deadline:
+                # Once only: where a trace function that raised stays installed (Python 3.12+, Pyodide's 3.14),
+                # raising again at the next instruction — in the `with`'s clean-up before __exit__, or while an
+                # `except` clause matches — would escape the learner's handler and skip __exit__.
+                fired.append(True)
                 raise FunctionTimedOut(message)
             return check
 
