@@ -32,21 +32,17 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
 
-from assignment_packages import import_assignment  # noqa: E402
+from autograder.assignments.a07_tiled_attention import reference as ref  # noqa: E402
 from autograder.assignments.a01_attention.reference import scaled_dot_product_attention  # noqa: E402
 from autograder.assignments.a05_kv_cache.reference import causal_mask  # noqa: E402
-
-ref = import_assignment("a07_tiled_attention", "reference")
 
 CHILD = """
 import json, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
-sys.path[:0] = [{repo!r}, {tests!r}]
+sys.path[:0] = [{repo!r}]
 import numpy as np
-from assignment_packages import import_assignment
-ref = import_assignment("a07_tiled_attention", "reference")
+from autograder.assignments.a07_tiled_attention import reference as ref
 case = ref.MEMORY_CASE
 rng = np.random.default_rng(0)
 Q, K, V = (rng.normal(size=(case["T"], case["d_head"])) for _ in range(3))
@@ -103,7 +99,7 @@ def main() -> None:
               "| full attention (baseline) | tiled, 512 × 256 tiles | tiled / full |", "|---|---|---|",
               f"| {full_s:.3f} s | {tiled_s:.3f} s | {tiled_s / full_s:.2f} |", ""]
 
-    code = CHILD.format(limit=ref.SANDBOX_MEMORY_LIMIT, repo=str(REPO), tests=str(REPO / "tests"))
+    code = CHILD.format(limit=ref.SANDBOX_MEMORY_LIMIT, repo=str(REPO))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     report = json.loads(done.stdout.strip().splitlines()[-1])

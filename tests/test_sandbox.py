@@ -228,7 +228,7 @@ def _within_usr(path: Path) -> bool:
 
 
 def test_import_autograder_fails():
-    nb, _ = run(notebook("import autograder", "from autograder import reference",
+    nb, _ = run(notebook("import autograder", "from autograder.assignments.a01_attention import reference",
                          "import attention_lab, sys\nprint([p for p in sys.path if 'autograder' in p])"))
     first, second, third = code(nb)
     assert errors(first) == ["ModuleNotFoundError"] and errors(second) == ["ModuleNotFoundError"]
