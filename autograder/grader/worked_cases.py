@@ -32,7 +32,7 @@ from autograder.grader.answers import REPO, answer_namespace
 from autograder.grader.spec import Assignment, Case
 
 OUTPUT = Path(attention_lab.__file__).resolve().parent  # each file goes to <folder>/worked_cases.json in it
-COMMAND = "python -m autograder worked-cases"
+COMMAND = "python -m autograder.grader.worked_cases"
 SECONDS = 60.0  # trusted code on tiny inputs; the limit only turns a hang into an error
 
 
