@@ -417,7 +417,7 @@ CASES: dict[str, Hostile] = {
         as_honest(lambda s: {"softmax": WRONG_SOFTMAX})),
     "monkeypatch-probe": Hostile(
         "replaces the grading probe with one that sends nothing",
-        with_cells(lambda c: {"softmax": "import attention_lab.core.probe\nattention_lab.probe.run = lambda *a, **k: None\n"
+        with_cells(lambda c: {"softmax": "import attention_lab.core.probe\nattention_lab.core.probe.run = lambda *a, **k: None\n"
                                          + WRONG_SOFTMAX}),
         _all_of(graded(0), feedback_says("replaced the probe"))),
     "forged-results": Hostile(
