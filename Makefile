@@ -21,7 +21,7 @@ export PATH := $(BIN):$(PATH)
 # On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install lab test release grade demo report student-env lite clean sandbox hub hub-teardown proxy
+.PHONY: install lab test test-fast release grade demo report student-env lite clean sandbox hub hub-teardown proxy
 
 install: $(STAMP)
 
@@ -35,9 +35,13 @@ $(STAMP): pyproject.toml
 lab: $(STAMP)
 	$(BIN)/python -m attention_lab.lab --ServerApp.port=$(LAB_PORT) $(LAB_ARGS)
 
-## test: the whole test suite
+## test: the whole test suite, on every core (pytest-xdist; a module's tests stay on one worker, tests/conftest.py)
 test: $(STAMP) sandbox
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadgroup
+
+## test-fast: the in-process tier only (no kernels, nbgrader runs, sandbox, browser or hub), for development
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" -n auto --dist loadgroup
 
 ## release: regenerate release/ from source/ with nbgrader generate_assignment
 release: $(STAMP)

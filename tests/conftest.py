@@ -1,4 +1,13 @@
-"""Shared paths for the test suite."""
+"""Shared paths for the test suite, and its two tiers.
+
+Fast tests run in this process (references, specs, answer banks, the in-process grader, self-checks,
+visuals driven headlessly); ``make test-fast`` runs them alone. Slow tests start kernels, nbgrader,
+the sandbox, a browser, a hub or a fresh environment: the modules in :data:`SLOW_MODULES` and the
+tests marked ``@pytest.mark.slow`` in other modules. ``make test`` runs both tiers on every core
+(pytest-xdist, ``--dist loadgroup``): each module's tests stay on one worker (its module-scoped
+fixtures — a browser, a JupyterLab server, a built edition — are made once), and modules that share a
+costly session fixture share a worker (:data:`XDIST_GROUPS`).
+"""
 
 from pathlib import Path
 
@@ -9,6 +18,37 @@ ASSIGNMENT = "01_scaled_dot_product_attention"
 NOTEBOOK = "scaled_dot_product_attention.ipynb"
 SOURCE_NB = REPO / "source" / ASSIGNMENT / NOTEBOOK
 RELEASE_NB = REPO / "release" / ASSIGNMENT / NOTEBOOK
+
+
+#: Modules whose every test is slow, and why.
+SLOW_MODULES = {
+    "test_grading": "nbgrader end to end: the example classes and the hostile bank",
+    "test_report": "nbgrader end to end: the grader report",
+    "test_metadata_restore": "nbgrader end to end: one submission after another",
+    "test_student_job": "nbgrader per student in a child process, each limit just over and just under",
+    "test_release": "nbgrader generate_assignment and validate on every notebook",
+    "test_sandbox": "bubblewrap kernels",
+    "test_sandbox_image": "builds a sandbox image",
+    "test_student_build": "builds the student edition and its wheel",
+    "test_browser": "Chromium",
+    "test_formgrader_browser": "Chromium",
+    "test_student_edition_browser": "Chromium",
+    "test_clean_clone": "a clone of the tree and Chromium",
+    "test_lite": "builds the JupyterLite site, Chromium",
+    "test_binder": "a fresh virtual environment",
+    "test_hub": "JupyterHub with Unix users and Chromium",
+}
+#: Modules that share a worker under pytest-xdist, so that they share one graded class (``graded_class``).
+XDIST_GROUPS = {"test_grading": "graded_class", "test_report": "graded_class"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = getattr(item, "module", None)
+        module = module.__name__.rpartition(".")[2] if module else ""
+        if module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+        item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS.get(module, module)))
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,8 @@ import threading
 import numpy as np
 import pytest
 
-from attention_lab import checks
-from attention_lab import explorer as ex
+from attention_lab.a01_attention import checks
+from attention_lab.a01_attention import visual as ex
 from attention_lab.core.calls import FunctionTimedOut, call_learner, time_limit
 
 

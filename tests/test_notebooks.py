@@ -89,6 +89,7 @@ def widget_views(nb):
             if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
 
 
+@pytest.mark.slow  # starts a kernel
 @pytest.mark.parametrize("name", SELF_STUDY)
 def test_self_study_notebooks_execute(name):
     nb, errors = execute(REPO / "notebooks" / name)
@@ -97,6 +98,7 @@ def test_self_study_notebooks_execute(name):
         assert len(widget_views(nb)) >= 1, "a self-study notebook shows its visual"
 
 
+@pytest.mark.slow  # starts a kernel
 @pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
 def test_source_notebook_executes_cleanly_with_its_visual_on_the_learners_functions(name):
     nb, errors = execute(REPO / "source" / name / ASSIGNMENTS[name].notebook)
@@ -146,6 +148,7 @@ def _explorer(nb):
     return next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") in ("explorer", "explore"))
 
 
+@pytest.mark.slow  # starts a kernel
 @pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
 def test_run_all_on_a_release_with_a_known_mistake_runs_to_the_end_with_every_verdict_and_the_visual(name):
     from self_check_harness import error_lines, first_mistake, is_self_check, our_frames, release_with
@@ -175,6 +178,7 @@ def widget_views_of(cell):
     return [o for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
 
 
+@pytest.mark.slow  # starts a kernel
 @pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
 def test_run_all_on_the_untouched_release_runs_to_the_end_and_says_not_answered_yet(name):
     from self_check_harness import error_lines, our_frames
