@@ -1,6 +1,6 @@
 """Known mistakes written as small edits of a solution (old text → new text), and running answer cells.
 
-An answer bank (``autograder/assignments/a0N_…/draft_bank.py``) holds the solution cells of an
+An answer bank (``autograder/assignments/a0N_…/bank.py``) holds the solution cells of an
 assignment as source strings (grade_id → source) and writes each known mistake as one or more
 :class:`Edit` s of them, so that the mistake is read as the exact change a learner made, and so
 that a test fails as soon as an edit no longer applies exactly once. :meth:`Mistake.variant`

@@ -1,7 +1,7 @@
 """Draft answer bank for assignment 8 (RoPE, ALiBi, grouped-query attention): solution, variants, hidden cases.
 
 Layout-independent material for the notebook, spec and answer bank (see DESIGN.md next to this
-file), in the same form as assignment 7's ``draft_bank``:
+file), in the same form as assignment 7's ``bank``:
 
 * ``SOLUTION`` — the solution cells (grade_id → source) as a learner writes them; the first cell,
   ``from_earlier_assignments``, holds what the learner pastes from assignments 1, 2 and 5;
