@@ -37,11 +37,11 @@ lab: $(STAMP)
 
 ## test: the whole test suite, on every core (pytest-xdist; a module's tests stay on one worker, tests/conftest.py)
 test: $(STAMP) sandbox
-	$(BIN)/python -m pytest -n auto --dist loadgroup
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 ## test-fast: the in-process tier only (no kernels, nbgrader runs, sandbox, browser or hub), for development
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" -n auto --dist loadgroup
+	$(BIN)/python -m pytest -m "not slow" -n auto --dist loadfile
 
 ## release: regenerate release/ from source/ with nbgrader generate_assignment
 release: $(STAMP)

@@ -4,9 +4,11 @@ Fast tests run in this process (references, specs, answer banks, the in-process 
 visuals driven headlessly); ``make test-fast`` runs them alone. Slow tests start kernels, nbgrader,
 the sandbox, a browser, a hub or a fresh environment: the modules in :data:`SLOW_MODULES` and the
 tests marked ``@pytest.mark.slow`` in other modules. ``make test`` runs both tiers on every core
-(pytest-xdist, ``--dist loadgroup``): each module's tests stay on one worker (its module-scoped
-fixtures — a browser, a JupyterLab server, a built edition — are made once), and modules that share a
-costly session fixture share a worker (:data:`XDIST_GROUPS`).
+(pytest-xdist, ``--dist loadfile``): each module's tests stay on one worker, so its module-scoped
+fixtures (a browser, a JupyterLab server, a built edition) are made once, and the session's graded
+class (``graded_class``) once, because only tests/test_grading.py uses it. (Not ``--dist loadgroup``
+with ``xdist_group`` marks: with pytest 9.2 and pytest-xdist 3.8 it silently stops grouping,
+pytest-dev/pytest-xdist#1386.)
 """
 
 from pathlib import Path
@@ -22,8 +24,7 @@ RELEASE_NB = REPO / "release" / ASSIGNMENT / NOTEBOOK
 
 #: Modules whose every test is slow, and why.
 SLOW_MODULES = {
-    "test_grading": "nbgrader end to end: the example classes and the hostile bank",
-    "test_report": "nbgrader end to end: the grader report",
+    "test_grading": "nbgrader end to end: the example classes, the hostile bank and the grader report",
     "test_metadata_restore": "nbgrader end to end: one submission after another",
     "test_student_job": "nbgrader per student in a child process, each limit just over and just under",
     "test_release": "nbgrader generate_assignment and validate on every notebook",
@@ -38,8 +39,6 @@ SLOW_MODULES = {
     "test_binder": "a fresh virtual environment",
     "test_hub": "JupyterHub with Unix users and Chromium",
 }
-#: Modules that share a worker under pytest-xdist, so that they share one graded class (``graded_class``).
-XDIST_GROUPS = {"test_grading": "graded_class", "test_report": "graded_class"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -48,7 +47,6 @@ def pytest_collection_modifyitems(config, items):
         module = module.__name__.rpartition(".")[2] if module else ""
         if module in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
-        item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS.get(module, module)))
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +58,8 @@ def repo() -> Path:
 def graded_class(tmp_path_factory):
     """One nbgrader run per assignment: the example class of every assignment plus the hostile submissions.
 
-    Shared by the end-to-end grading tests and the report test, because grading a class is the slow part.
+    Shared by the end-to-end grading tests and the report test (all in tests/test_grading.py, so that one
+    pytest-xdist worker grades the class once), because grading a class is the slow part.
     Returns (course_dir, results, outcomes) as ``autograder.examples.report.grade_class_with_hostile``.
     """
     from autograder.examples import report

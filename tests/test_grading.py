@@ -1,7 +1,9 @@
-"""End to end with nbgrader: the example class of every assignment, hostile submissions, `make grade`.
+"""End to end with nbgrader: the example class of every assignment, hostile submissions, `make grade`, and
+the grader report (`make report`).
 
 The class is graded once per session (``graded_class`` in conftest.py), through the configured
-pipeline: sandboxed kernel, probes, comparison outside the kernel.
+pipeline: sandboxed kernel, probes, comparison outside the kernel. Every test that reads it is in this
+module, so that under pytest-xdist (``--dist loadfile``) one worker grades it once.
 """
 
 import csv
@@ -16,7 +18,7 @@ import nbformat
 import pytest
 
 from autograder import assignments
-from autograder.examples import example_class, hostile
+from autograder.examples import example_class, hostile, report
 from autograder.nbgrader import grading
 from autograder.grader.in_process import grade_variant
 from autograder.nbgrader.notebook_cells import fill_release, read, solution_cells
@@ -241,3 +243,12 @@ def test_demo_prints_tables_overview_and_where_the_results_are(monkeypatch, tmp_
         for student in students[name]:
             assert student in out
     assert "class overview" in out and "grades.csv" in out and "feedback" in out
+
+
+def test_the_report_meets_every_goal_and_the_committed_copy_is_current(graded_class):
+    _, results, outcomes = graded_class
+    built = report.build_from(results, outcomes)
+    missed = [row for rows in (built.correct, built.mistakes, built.hostile, built.end_to_end)
+              for row in rows if not row.ok]
+    assert not missed, "\n".join(f"{r.assignment} {r.name}: {r.detail}" for r in missed)
+    assert report.REPORT.read_text() == report.render(built), "reports/grader_report.md is stale: run `make report`"
