@@ -125,6 +125,7 @@ print(json.dumps(report))
 """
 
 
+@pytest.mark.slow  # a child process computes the full-size memory case under the sandbox's address-space limit
 def test_memory_case_under_the_sandbox_limit():
     """Every correct variant passes the T = 20 000 case under 2 GiB of address space; the full matrix cannot."""
     code = _UNDER_THE_LIMIT.format(limit=ref.SANDBOX_MEMORY_LIMIT, tests=str(REPO / "tests"))
