@@ -22,8 +22,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from traitlets.config import Config
 
-from autograder.sandbox import SandboxedExecute, data_bytes, head, text_bytes
-from autograder.sandbox_kernel import (SandboxedKernelManager, SandboxError, check_sandbox, hidden_copies,
+from autograder.sandbox.execute import SandboxedExecute, data_bytes, head, text_bytes
+from autograder.sandbox.provisioner import (SandboxedKernelManager, SandboxError, check_sandbox, hidden_copies,
                                        reachable)
 from conftest import REPO
 

@@ -51,7 +51,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, List, Unicode, default
 
-from autograder.sandbox_kernel import SandboxedKernelManager, SandboxError, signal_name
+from autograder.sandbox.provisioner import SandboxedKernelManager, SandboxError, signal_name
 
 PROBE_MIME = "application/vnd.attention-lab.probe+json"  # attention_lab.probe.MIME, not imported: no kernel code here
 #: Key in nbconvert's resources of a callable ``after_last_cell(nb, run_code)`` (see the module docstring).

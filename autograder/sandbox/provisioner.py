@@ -50,8 +50,8 @@ from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 from traitlets import Bool, Integer, List, Unicode, default
 
-from autograder.sandbox_client import CappedKernelClient
-from autograder.sandbox_image import INSIDE_PACKAGES, Image, python_image
+from autograder.sandbox.client import CappedKernelClient
+from autograder.sandbox.image import INSIDE_PACKAGES, Image, python_image
 
 INSTALL_HINT = ("install bubblewrap, e.g. `sudo apt-get install bubblewrap` on Debian/Ubuntu "
                 "(`make grade` and `.ci/run` do this when run as root)")
