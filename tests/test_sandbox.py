@@ -24,10 +24,12 @@ import json
 import os
 import re
 import resource
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -41,7 +43,7 @@ from autograder.sandbox import (AFTER_LAST_CELL, PROVISIONER_NAME, SandboxedExec
                                 SandboxError, SandboxProvisioner, check_sandbox)
 from autograder.sandbox.caps import data_bytes, head, text_bytes
 from autograder.sandbox.command import sandbox_command
-from autograder.sandbox.mounts import hidden_copies, image, reachable
+from autograder.sandbox.mounts import hidden_copies, kernel_image, reachable
 from conftest import REPO
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is Linux-only")
@@ -51,7 +53,7 @@ NOBODY = 65534
 MiB = 2**20
 PROBE_MIME = "application/vnd.attention-lab.probe+json"
 #: The grader's interpreter as the kernel sees it: at its neutral path (/opt/venv/bin/python) in the image.
-KERNEL_PYTHON = image(SandboxProvisioner(), sys.executable).python
+KERNEL_PYTHON = kernel_image(SandboxProvisioner(), sys.executable).python
 
 
 def notebook(cells: dict[str, str] | list[str], kernelspec: str = "python3") -> nbformat.NotebookNode:
@@ -225,9 +227,10 @@ def nosy(tmp_path_factory):
     nb = notebook(cells, kernelspec="bash")
     # a kernelspec in the notebook may even name a provisioner: it chooses nothing either
     nb.metadata["kernelspec"]["metadata"] = {"kernel_provisioner": {"provisioner_name": "local-provisioner"}}
-    seen = SimpleNamespace(sockets_owner={}, after_last_cell=[])
+    seen = SimpleNamespace(sockets_owner={}, after_last_cell=[], runtime_dir=None)
 
     def record_owner(notebook):
+        seen.runtime_dir = executor.km.sandbox.runtime_dir
         ipc = executor.km.sandbox.ipc_dir
         seen.sockets_owner.update({p.name: p.stat().st_uid for p in ipc.iterdir() if p.is_socket()})
 
@@ -254,6 +257,8 @@ def test_an_honest_notebook_runs_as_nobody_with_numpy_matplotlib_and_the_student
     assert execution(nosy.nb) == {"status": "ok", "reason": "all cells ran"}
     if AS_ROOT:  # the kernel's sockets were made by an unprivileged uid on the host, too
         assert nosy.sockets_owner and set(nosy.sockets_owner.values()) == {NOBODY}
+    # the provisioner's runtime directory (sockets, connection file, log, package copy) is gone afterwards
+    assert nosy.runtime_dir.name.startswith("al-kernel-") and not nosy.runtime_dir.exists()
 
 
 def test_the_notebooks_kernelspec_chooses_nothing(nosy):
@@ -462,9 +467,15 @@ def test_a_kernel_that_dies_after_the_last_cell_keeps_the_cells_outputs_and_says
 
 def test_a_sandbox_that_cannot_start_is_an_error_of_the_machine_not_of_the_student():
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "/nonexistent"
-    with pytest.raises(SandboxError, match="did not start.*No module named ipykernel_launcher"
-                       if python == "/usr/bin/python3" else "did not start"):
-        run(notebook(["1"]), kernel={"python": python})
+    runtime_root = Path(tempfile.mkdtemp(prefix="al-test-runtime-"))  # the kernel's uid must reach it: not tmp_path
+    runtime_root.chmod(0o755)
+    try:
+        with pytest.raises(SandboxError, match="did not start.*No module named ipykernel_launcher"
+                           if python == "/usr/bin/python3" else "did not start"):
+            run(notebook(["1"]), kernel={"python": python, "runtime_root": str(runtime_root)})
+        assert not list(runtime_root.iterdir())  # and left no runtime directory behind
+    finally:
+        shutil.rmtree(runtime_root)
 
 
 # ---- the output caps, message by message (no kernel) -------------------------------------------

@@ -33,7 +33,7 @@ from traitlets import Integer, Unicode, default
 from autograder.sandbox.errors import INSTALL_HINT, SandboxError
 from autograder.sandbox.image import INSIDE_PACKAGES, Image
 from autograder.sandbox.limits import KernelLimits
-from autograder.sandbox.mounts import (KernelView, bound_roots, hidden_copies, image, matplotlib_font_cache,
+from autograder.sandbox.mounts import (KernelView, bound_roots, hidden_copies, kernel_image, matplotlib_font_cache,
                                        package_copies, package_dir, reachable, within)
 
 #: Top-level names that merged-/usr systems make symlinks (replicated) and older ones directories (bound).
@@ -147,7 +147,7 @@ def kernel_env(settings: SandboxSettings, python: str) -> dict[str, str]:
         MPLCONFIGDIR and IPYTHONDIR under /tmp, PYTHONDONTWRITEBYTECODE=1,
         and nbgrader's NBGRADER_EXECUTION (NBGRADER_VALIDATING) as set in the grader.
     """
-    seen = image(settings, python)
+    seen = kernel_image(settings, python)
     env = {
         "PATH": f"{seen.bin_dir if seen else Path(python).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp",
@@ -250,7 +250,7 @@ def sandbox_command(settings: SandboxSettings, kernel_cmd: list[str], runtime_di
              "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", WORKDIR]
     for root in roots:
         args += ["--ro-bind", source(root), str(root)]
-    seen: Image | None = image(settings, python)
+    seen: Image | None = kernel_image(settings, python)
     packages = package_copies(settings, runtime_dir / "packages")
     for host, inside in seen.mounts if seen else ():
         args += ["--ro-bind", source(host), str(inside)]

@@ -176,7 +176,7 @@ def bound_roots(view: KernelView, python: str) -> list[Path]:
     """
     roots: list[Path] = []
     wanted = [Path(d) for d in SYSTEM_DIRS]
-    if view.hide_host_paths:  # the image replaces them (image()), except an installation under /usr
+    if view.hide_host_paths:  # the image replaces them (kernel_image()), except an installation under /usr
         wanted += [p for p in python_prefixes(python) if within(p.resolve(), [Path("/usr")])]
     else:
         wanted += python_prefixes(python) + [p for p in map(package_dir, view.student_packages) if p]
@@ -188,7 +188,7 @@ def bound_roots(view: KernelView, python: str) -> list[Path]:
     return sorted(roots)
 
 
-def image(view: KernelView, python: str) -> Image | None:
+def kernel_image(view: KernelView, python: str) -> Image | None:
     """The kernel's Python at neutral paths (:mod:`autograder.sandbox.image`), or None with ``hide_host_paths`` off."""
     if not view.hide_host_paths:
         return None
