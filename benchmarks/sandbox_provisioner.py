@@ -1,13 +1,14 @@
 """Grading time per submission with the sandbox as a kernel provisioner, against the code before it.
 
 The baseline is a git revision of this repository from before the sandbox became a jupyter_client
-kernel provisioner (``--baseline``, default ``integrate``), exported into a temporary folder and run
-from there (``PYTHONPATH``) with this environment's packages. For each tree, in alternating runs,
-assignment 1's example class (13 submissions) is graded as ``make grade`` grades it: each student in a
-child process (``autograder.student_job.run_student``: autograde + feedback), one after the other, in
-a fresh course directory. Reported: each student's wall clock, their median and total per run, and
-whether both trees gave every student the same total. Kernels run with OPENBLAS_NUM_THREADS=1.
-Writes ``benchmarks/sandbox_provisioner.md``.
+kernel provisioner (``--baseline``, default: ``git merge-base HEAD integrate``, i.e. ``integrate``
+without this branch's sandbox), exported into a temporary folder and run from there (``PYTHONPATH``)
+with this environment's packages. One driver process per tree prepares its own course directory with assignment 1's example class (13
+submissions); then each submission is graded by both, one after the other (the order alternates), as
+``make grade`` grades it: in a child process (``autograder.student_job.run_student``: autograde +
+feedback in the sandbox). Pairs taken moments apart see the same load on a shared machine, so the
+paired ratio is the figure to quote. Also checked: both trees give every student the same total.
+Kernels run with OPENBLAS_NUM_THREADS=1. Writes ``benchmarks/sandbox_provisioner.md``.
 
     .venv/bin/python benchmarks/sandbox_provisioner.py [--runs N] [--baseline REV]
 """
@@ -28,7 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "01_scaled_dot_product_attention"
 
-# Run in a child process whose PYTHONPATH is the tree being measured; prints one JSON line.
+# Runs in a process whose PYTHONPATH is the tree measured: prepares a course, prints its students as one
+# JSON line, then grades each student named on stdin and prints {"seconds", "total"} as one JSON line.
 DRIVER = f'''
 import json, sys, tempfile
 from pathlib import Path
@@ -39,22 +41,44 @@ with tempfile.TemporaryDirectory(prefix="attention-lab-bench-") as tmp:
     students = example_class.prepare_course(course, [{ASSIGNMENT!r}])[{ASSIGNMENT!r}]
     grading.load_into_gradebook(course, {ASSIGNMENT!r})
     budget = student_job.StudentBudget(config=grading.course_config(course))
-    seconds = {{s: student_job.run_student(course, {ASSIGNMENT!r}, s, budget).seconds for s in students}}
-    _, results = grading.read_results(course, {ASSIGNMENT!r}, students)
-print(json.dumps({{"seconds": seconds, "totals": {{r.student: r.total for r in results}},
-                  "sandbox": autograder.sandbox.__file__}}))
+    print(json.dumps({{"students": students, "sandbox": autograder.sandbox.__file__}}), flush=True)
+    for line in sys.stdin:
+        student = line.strip()
+        job = student_job.run_student(course, {ASSIGNMENT!r}, student, budget)
+        _, results = grading.read_results(course, {ASSIGNMENT!r}, [student])
+        print(json.dumps({{"seconds": job.seconds, "graded": job.graded, "total": results[0].total}}), flush=True)
 '''
 
 
-def grade(tree: Path) -> dict:
-    """Grade the example class with the code in ``tree``; the driver's JSON."""
-    env = dict(os.environ, PYTHONPATH=str(tree), OPENBLAS_NUM_THREADS="1",
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    done = subprocess.run([sys.executable, "-c", DRIVER], cwd=tree, env=env, capture_output=True, text=True,
-                          check=True)
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert Path(result["sandbox"]).is_relative_to(tree), f"{tree} graded with {result['sandbox']}"
-    return result
+class Driver:
+    """A long-lived grading process running the code of one tree."""
+
+    def __init__(self, tree: Path):
+        env = dict(os.environ, PYTHONPATH=str(tree), OPENBLAS_NUM_THREADS="1",
+                   PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+        self.process = subprocess.Popen([sys.executable, "-c", DRIVER], cwd=tree, env=env, text=True,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        ready = self.read()
+        assert Path(ready["sandbox"]).is_relative_to(tree), f"{tree} grades with {ready['sandbox']}"
+        self.students = ready["students"]
+
+    def read(self) -> dict:
+        """The driver's next JSON line (anything else it prints, such as a library's notice, is skipped)."""
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the grading driver stopped (exit code {self.process.wait()})")
+            if line.startswith("{"):
+                return json.loads(line)
+
+    def grade(self, student: str) -> dict:
+        self.process.stdin.write(student + "\n")
+        self.process.stdin.flush()
+        return self.read()
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
 
 
 def export(revision: str, target: Path) -> str:
@@ -73,46 +97,56 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=2, help="runs per tree (alternating)")
-    parser.add_argument("--baseline", default="integrate", help="git revision before the provisioner")
+    parser.add_argument("--runs", type=int, default=2, help="gradings of each submission per tree")
+    parser.add_argument("--baseline", help="git revision before the provisioner (default: merge base with integrate)")
     args = parser.parse_args(argv)
+    if args.baseline is None:
+        args.baseline = subprocess.run(["git", "merge-base", "HEAD", "integrate"], cwd=REPO, capture_output=True,
+                                       text=True, check=True).stdout.strip()
+    names = ("baseline", "provisioner")
     with tempfile.TemporaryDirectory(prefix="attention-lab-baseline-") as tmp:
-        baseline = Path(tmp)
-        commit = export(args.baseline, baseline)
-        trees = {"baseline": baseline, "provisioner": REPO}
-        runs: dict[str, list[dict]] = {name: [] for name in trees}
-        for _ in range(args.runs):
-            for name, tree in trees.items():
-                runs[name].append(grade(tree))
-    per_student = {name: [s for run in results for s in run["seconds"].values()] for name, results in runs.items()}
-    medians = {name: statistics.median(values) for name, values in per_student.items()}
-    totals = {name: [sum(run["seconds"].values()) for run in results] for name, results in runs.items()}
-    same = all(run["totals"] == runs["baseline"][0]["totals"] for results in runs.values() for run in results)
-    students = len(runs["baseline"][0]["seconds"])
-    labels = {"baseline": f"before (`{args.baseline}` = {commit}: KernelManager subclass, private overrides)",
+        commit = export(args.baseline, Path(tmp))
+        drivers = {"baseline": Driver(Path(tmp)), "provisioner": Driver(REPO)}
+        students = drivers["baseline"].students
+        assert drivers["provisioner"].students == students
+        done: dict[str, dict[str, list[dict]]] = {name: {s: [] for s in students} for name in names}
+        for run in range(args.runs):
+            for number, student in enumerate(students):
+                order = names if (run + number) % 2 == 0 else names[::-1]
+                for name in order:
+                    done[name][student].append(drivers[name].grade(student))
+        for driver in drivers.values():
+            driver.close()
+    seconds = {name: [g["seconds"] for s in students for g in done[name][s]] for name in names}
+    medians = {name: statistics.median(values) for name, values in seconds.items()}
+    ratios = [p["seconds"] / b["seconds"] for s in students
+              for b, p in zip(done["baseline"][s], done["provisioner"][s])]
+    same = all(g["graded"] and g["total"] == done["baseline"][s][0]["total"]
+               for name in names for s in students for g in done[name][s])
+    labels = {"baseline": f"before (`{commit}`: KernelManager subclass overriding private methods)",
               "provisioner": "the sandbox as a kernel provisioner (this tree)"}
     lines = [
         "# Grading time per submission: the sandbox as a kernel provisioner",
         "",
         f"`benchmarks/sandbox_provisioner.py`, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}, OPENBLAS_NUM_THREADS=1: assignment 1's "
-        f"example class ({students} submissions), each graded as `make grade` grades it (a child process per "
-        f"student: autograde + feedback in the sandbox), {args.runs} runs per tree, alternating.",
+        f"{os.cpu_count()} cores (shared), Python {platform.python_version()}, OPENBLAS_NUM_THREADS=1: each of "
+        f"assignment 1's {len(students)} example submissions graded {args.runs}× by each tree as `make grade` "
+        "grades it (a child process per student: autograde + feedback in the sandbox), the two trees taking "
+        "turns submission by submission.",
         "",
-        *_table(["code", "per submission (median)", "class, per run"],
-                [[labels[name], f"{medians[name]:.2f} s", ", ".join(f"{t:.1f} s" for t in totals[name])]
-                 for name in trees]),
+        *_table(["code", "per submission, median", "min", "max"],
+                [[labels[name], f"{medians[name]:.2f} s", f"{min(seconds[name]):.2f} s",
+                  f"{max(seconds[name]):.2f} s"] for name in names]),
         "",
-        f"Ratio: **{medians['provisioner'] / medians['baseline']:.2f}×** the baseline per submission "
-        f"({medians['provisioner'] - medians['baseline']:+.2f} s). Same total for every student in every run: "
-        f"**{'yes' if same else 'NO'}**.",
+        f"Paired ratio (the same submission graded by both, moments apart), median of {len(ratios)}: "
+        f"**{statistics.median(ratios):.2f}×** the baseline (quartiles "
+        f"{statistics.quantiles(ratios, n=4)[0]:.2f}× – {statistics.quantiles(ratios, n=4)[2]:.2f}×). "
+        f"Every submission graded with the same total by both trees in every run: **{'yes' if same else 'NO'}**.",
         "",
-        "Per student (seconds, each run):",
-        "",
-        *_table(["student", "before", "provisioner"],
-                [[student, ", ".join(f"{run['seconds'][student]:.2f}" for run in runs["baseline"]),
-                  ", ".join(f"{run['seconds'][student]:.2f}" for run in runs["provisioner"])]
-                 for student in runs["baseline"][0]["seconds"]]),
+        *_table(["student", "total", "before, s", "provisioner, s"],
+                [[s, f"{done['baseline'][s][0]['total']:g}",
+                  ", ".join(f"{g['seconds']:.2f}" for g in done["baseline"][s]),
+                  ", ".join(f"{g['seconds']:.2f}" for g in done["provisioner"][s])] for s in students]),
         "",
     ]
     out = REPO / "benchmarks" / "sandbox_provisioner.md"
