@@ -21,14 +21,14 @@ export PATH := $(BIN):$(PATH)
 # On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install lab test release grade demo report student-env clean sandbox hub hub-teardown proxy
+.PHONY: install lab test release grade demo report student-env lite clean sandbox hub hub-teardown proxy
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,lite]'
 	touch $(STAMP)
 
 ## lab: open the course in JupyterLab on the start page (learners work on copies in workspace/)
@@ -81,6 +81,11 @@ proxy:
 	    exit 1; \
 	  fi; }
 
+## lite: the course as a static JupyterLite site (Pyodide kernel in the browser) in dist/lite/, for any static host
+lite: $(STAMP)
+	@command -v npm >/dev/null 2>&1 || { echo "make lite fetches Pyodide's core with npm: install Node.js and npm (Debian: apt-get install npm)" >&2; exit 1; }
+	$(BIN)/python -m autograder.lite_build
+
 ## sandbox: bubblewrap (bwrap), in which grading runs learners' notebooks; installed with apt-get when run as root
 sandbox:
 	@command -v bwrap >/dev/null 2>&1 || { \
@@ -94,4 +99,4 @@ sandbox:
 	  fi; }
 
 clean:
-	rm -rf $(VENV) demo-output test-artifacts *.egg-info
+	rm -rf $(VENV) demo-output test-artifacts *.egg-info build dist

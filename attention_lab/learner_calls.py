@@ -1,43 +1,68 @@
 """Calling a learner's function safely: quietly, on copies if asked, and with a time limit.
 
 Used by the visible self-checks, the explorer and the grader, so that "what a
-call into learners' code looks like" is decided in one place.
+call into learners' code looks like" is decided in one place. The time limit
+needs no NumPy (it is imported where arrays are copied), so it also works in a
+browser kernel that has not loaded NumPy yet.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dis
+import functools
+import inspect
 import io
 import signal
+import sys
 import threading
+import time
 import warnings
 from typing import Callable
-
-import numpy as np
 
 
 class FunctionTimedOut(TimeoutError):
     """A learner's function ran longer than its time limit."""
 
 
-@contextlib.contextmanager
 def time_limit(seconds: float):
-    """Interrupt the code inside after ``seconds`` with :class:`FunctionTimedOut`.
+    """Interrupt the code inside after ``seconds`` with :class:`FunctionTimedOut`; use as ``with time_limit(3):``.
 
-    Uses SIGALRM, so it works in the main thread, where notebook cells and
-    widget callbacks run. The alarm repeats every second until the block ends,
-    so code that catches the first one is interrupted again. Elsewhere (other
-    threads, platforms without SIGALRM) the block runs without a limit.
+    In the main thread of a CPython with signals (notebook cells and widget
+    callbacks under ipykernel, the grader's probe) this uses SIGALRM; the alarm
+    repeats every second until the block ends, so code that catches the first
+    one is interrupted again. Where there are no signals — Pyodide in the
+    browser (JupyterLite), other threads, platforms without ``setitimer`` — it
+    is a :class:`TracedTimeLimit`, which checks the clock on every line of
+    Python run inside the block and raises there. Python then removes the trace
+    function, so that fallback interrupts once: code that catches the exception
+    and loops on is not stopped again (restarting the kernel still stops it).
+    Time spent inside one call into compiled code (a NumPy routine) is not
+    interrupted by either.
+
+    Parameters
+    ----------
+    seconds : float
+        Wall-clock limit.
+
+    Returns
+    -------
+    context manager
 
     Raises
     ------
     FunctionTimedOut
         If the block is still running after ``seconds``.
     """
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
+    if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer")
+            or sys.platform in ("emscripten", "wasi")):  # WebAssembly: the signal module has no working alarm
+        return TracedTimeLimit(seconds)
+    return alarm_time_limit(seconds)
 
+
+@contextlib.contextmanager
+def alarm_time_limit(seconds: float):
+    """:func:`time_limit` with SIGALRM (main thread, platforms with ``signal.setitimer``)."""
     def interrupt(signum, frame):
         raise FunctionTimedOut(f"did not finish within {seconds:g} s (an infinite loop?)")
 
@@ -48,6 +73,93 @@ def time_limit(seconds: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+class TracedTimeLimit:
+    """Interrupt the Python code inside after ``seconds`` with :class:`FunctionTimedOut`, without signals.
+
+    The fallback of :func:`time_limit`: a :func:`sys.settrace` trace function on
+    the frames of the block and on every call made in it raises at the first
+    line past the deadline — or the first instruction, in code with a loop on
+    one line (which produces no line events). Tracing slows pure-Python loops
+    inside the block (about 10× for a tight loop in CPython 3.11), not NumPy's
+    compiled routines. An earlier trace function (a debugger, coverage) is
+    restored afterwards. It interrupts once: code that catches the interruption and
+    keeps looping runs on (a kernel restart stops it). A class rather than a generator, so that leaving the
+    block runs no traced frame of its own (:meth:`__exit__` is never
+    interrupted).
+
+    Parameters
+    ----------
+    seconds : float
+        Wall-clock limit, from entering the block.
+
+    Raises
+    ------
+    FunctionTimedOut
+        If Python code inside the block is still running after ``seconds``.
+    """
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def __enter__(self):
+        deadline = time.monotonic() + self.seconds
+        message = f"did not finish within {self.seconds:g} s (an infinite loop?)"
+        exit_code = type(self).__exit__.__code__
+
+        fired = []
+
+        def check(frame, event, arg):
+            if fired or frame.f_code is exit_code:
+                return None
+            if event == "call" and loops_within_one_line(frame.f_code):
+                frame.f_trace_opcodes = True  # a one-line loop (`while True: pass`) produces no line events
+            if time.monotonic() > deadline:
+                # Once only: where a trace function that raised stays installed (Python 3.12+, Pyodide's 3.14),
+                # raising again at the next instruction — in the `with`'s clean-up before __exit__, or while an
+                # `except` clause matches — would escape the learner's handler and skip __exit__.
+                fired.append(True)
+                raise FunctionTimedOut(message)
+            return check
+
+        self.previous = sys.gettrace()
+        # the frames already running (the with-block's own and its callers) are traced too; later calls by settrace
+        self.frames = []
+        frame = inspect.currentframe().f_back
+        while frame is not None:
+            self.frames.append((frame, frame.f_trace, frame.f_trace_opcodes))
+            frame.f_trace = check
+            frame.f_trace_opcodes = frame.f_trace_opcodes or loops_within_one_line(frame.f_code)
+            frame = frame.f_back
+        sys.settrace(check)
+        return self
+
+    def __exit__(self, *exc_info):
+        sys.settrace(self.previous)
+        for frame, trace, opcodes in self.frames:
+            frame.f_trace, frame.f_trace_opcodes = trace, opcodes
+        self.frames = []  # no references to the frames are kept
+        return False
+
+
+
+@functools.lru_cache(maxsize=4096)
+def loops_within_one_line(code) -> bool:
+    """Whether a code object jumps back to an instruction on the same line (a loop written on one line).
+
+    Parameters
+    ----------
+    code : types.CodeType
+
+    Returns
+    -------
+    bool
+    """
+    instructions = list(dis.get_instructions(code))
+    line_at = {i.offset: i.positions.lineno for i in instructions}
+    return any(i.opname.startswith("JUMP_BACKWARD") and line_at.get(i.argval) == i.positions.lineno
+               for i in instructions)
 
 
 def call_learner(function: Callable, *args, seconds: float, copy_arrays: bool = False, **kwargs):
@@ -73,6 +185,8 @@ def call_learner(function: Callable, *args, seconds: float, copy_arrays: bool = 
         Whatever ``function`` raises.
     """
     __tracebackhide__ = True  # IPython shows the learner's frames, not this module's
+    import numpy as np  # here, not at the top: the time limit above works before NumPy is loaded
+
     if copy_arrays:
         args = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
     sink = io.StringIO()

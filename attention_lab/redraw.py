@@ -65,13 +65,16 @@ class CoalescedRedraw:
         if self.sync:
             self.redraw()
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no event loop (a plain script): nothing could run a deferred redraw
-            self.redraw()
+        if self._pending is not None:  # later changes before the redraw runs are merged into it
             return
-        if self._pending is None:  # later changes before the redraw runs are merged into it
-            self._pending = loop.call_later(COALESCE_SECONDS, self._flush)
+        try:
+            # ipykernel's loop, or in the browser Pyodide's WebLoop (its call_later is a JavaScript setTimeout)
+            self._pending = asyncio.get_running_loop().call_later(COALESCE_SECONDS, self._flush)
+        except (RuntimeError, NotImplementedError):
+            # no running loop (a plain script) or one that cannot schedule timers: nothing would run a deferred
+            # redraw, so redraw now — every change is shown, none is lost
+            self._pending = None
+            self.redraw()
 
     def _flush(self) -> None:
         self._pending = None

@@ -8,7 +8,14 @@
 * ``release/`` — the released notebooks;
 * ``pyproject.toml`` / ``environment.yml`` / ``postBuild`` / ``README.md`` that
   install only ``attention_lab`` and its dependencies, for a pip venv, conda
-  or Binder; ``python -m attention_lab.lab`` opens the course.
+  or Binder; ``python -m attention_lab.lab`` opens the course;
+* ``jupyter-config/`` — Jupyter configuration that leaves students only the
+  student side of nbgrader: the Formgrader, Create Assignment and course list
+  lab plugins are disabled (``labconfig/page_config.json``) and the Formgrader and
+  course-list server extensions are off (``jupyter_server_config.d/``), while the
+  Validate button and the Assignment List stay. ``python -m attention_lab.lab``
+  puts it on ``JUPYTER_CONFIG_PATH``; on Binder ``postBuild`` applies the same
+  with ``jupyter labextension disable`` / ``jupyter server extension disable``.
 
 Nothing from ``autograder/``, ``source/``, ``notebooks/`` (the self-study
 notebooks run on the reference) or the tests is copied, and the build fails
@@ -19,10 +26,13 @@ Push the folder as the students' repository.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import sys
 from pathlib import Path
+
+from attention_lab.lab import COURSE_CONFIG  # where `python -m attention_lab.lab` looks for a course's Jupyter config
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_TARGET = REPO / "dist" / "attention-lab-student"
@@ -36,6 +46,12 @@ DEPENDENCIES = [
     "jupyterlab>=4.2,<5",
     "nbgrader>=0.9.6,<0.10",
 ]
+
+# nbgrader's instructor parts, by their public plugin and server-extension names (nbgrader 0.9's
+# "disabling extensions" docs): what students do not need and should not see
+INSTRUCTOR_LAB_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
+                          "@jupyter/nbgrader:course-list")
+INSTRUCTOR_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list")
 
 # a line of code importing the grader (also inside a notebook's JSON strings), or solution markers
 FORBIDDEN = re.compile(r'^\s*"?(?:from|import)\s+autograder\b|### BEGIN SOLUTION|### BEGIN HIDDEN TESTS', re.MULTILINE)
@@ -73,8 +89,13 @@ dependencies:
 """
 
 POSTBUILD = """#!/usr/bin/env bash
+# Binder runs this after installing environment.yml: the students' copies in workspace/, saves that keep
+# release/ as committed, and nbgrader's student side only (what jupyter-config/ does for attention_lab.lab).
 set -euo pipefail
 python -c "from pathlib import Path; from attention_lab.lab import prepare_workspace; prepare_workspace(Path.cwd())"
+# (`jupyter server extension enable` only toggles extensions that already have a config file; this writes one)
+python -c \"from jupyter_server.extension.serverextension import toggle_server_extension_python as toggle; toggle('attention_lab.clean_on_save', enabled=True, sys_prefix=True)\"
+{disable}
 """
 
 README = """# Attention Lab — student edition
@@ -86,7 +107,8 @@ positional encoding, masks and numerical stability, and incremental decoding wit
     OPENBLAS_NUM_THREADS=1 .venv/bin/python -m attention_lab.lab
 
 The second command copies each assignment from `release/` to `workspace/` (your work is never
-overwritten) and opens JupyterLab. Fill in the solution cells, run the self-checks beside them, use
+overwritten) and opens JupyterLab, with nbgrader's student tools only (the Validate button and the
+Assignment List; `jupyter-config/` switches the instructor tools off). Fill in the solution cells, run the self-checks beside them, use
 the Validate button, and hand in the notebooks as your instructor says. With conda or Binder, use
 `environment.yml` (Binder runs `postBuild`, which makes the same `workspace/`).
 """
@@ -94,6 +116,22 @@ the Validate button, and hand in the notebooks as your instructor says. With con
 
 def _copy_tree(source: Path, target: Path) -> None:
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints"))
+
+
+def write_jupyter_config(config_dir: Path) -> None:
+    """Write the Jupyter configuration that switches nbgrader's instructor parts off, in JupyterLab's public formats.
+
+    ``labconfig/page_config.json`` lists :data:`INSTRUCTOR_LAB_PLUGINS` under ``disabledExtensions`` (what
+    ``jupyter labextension disable`` writes) and ``jupyter_server_config.d/attention-lab-student.json`` sets
+    :data:`INSTRUCTOR_SERVER_EXTENSIONS` to false in ``ServerApp.jpserver_extensions``.
+    """
+    (config_dir / "labconfig").mkdir(parents=True)
+    (config_dir / "jupyter_server_config.d").mkdir()
+    page_config = {"disabledExtensions": {plugin: True for plugin in INSTRUCTOR_LAB_PLUGINS}}
+    (config_dir / "labconfig" / "page_config.json").write_text(json.dumps(page_config, indent=2) + "\n")
+    server_config = {"ServerApp": {"jpserver_extensions": {e: False for e in INSTRUCTOR_SERVER_EXTENSIONS}}}
+    (config_dir / "jupyter_server_config.d" / "attention-lab-student.json").write_text(
+        json.dumps(server_config, indent=2) + "\n")
 
 
 def build(target: Path = DEFAULT_TARGET, repo: Path = REPO) -> Path:
@@ -114,7 +152,10 @@ def build(target: Path = DEFAULT_TARGET, repo: Path = REPO) -> Path:
     dependencies = "\n".join(f'    "{d}",' for d in DEPENDENCIES)
     (target / "pyproject.toml").write_text(PYPROJECT.format(version=__version__, dependencies=dependencies))
     (target / "environment.yml").write_text(ENVIRONMENT.format(dependencies="\n".join(f"  - {d}" for d in DEPENDENCIES)))
-    (target / "postBuild").write_text(POSTBUILD)
+    write_jupyter_config(target / COURSE_CONFIG)
+    disable = [f"jupyter labextension disable --level=sys_prefix {p}" for p in INSTRUCTOR_LAB_PLUGINS]
+    disable += [f"jupyter server extension disable --sys-prefix {e}" for e in INSTRUCTOR_SERVER_EXTENSIONS]
+    (target / "postBuild").write_text(POSTBUILD.format(disable="\n".join(disable)))
     (target / "postBuild").chmod(0o755)
     (target / "README.md").write_text(README)
     leaks = [str(path.relative_to(target)) for path in target.rglob("*") if path.is_file()

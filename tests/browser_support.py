@@ -52,57 +52,78 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def lab_server(root: Path, log_path: Path, token: str = ""):
+def lab_server(root: Path, log_path: Path, token: str = "", *, make_lab: bool = False,
+               settings: dict | None = None):
     """Start JupyterLab on ``root`` as ``make lab`` does; yield its base URL; stop its process group afterwards.
 
-    With a ``token``, every request needs it (``?token=…`` once, then the cookie)."""
+    ``make_lab=True`` runs exactly ``make lab``'s command, ``python -m attention_lab.lab``, in ``root`` (which
+    also copies ``release/`` to ``workspace/``); otherwise :func:`lab_command` is started directly.
+    ``settings`` maps a settings file (e.g. ``"@jupyterlab/docmanager-extension/plugin.jupyterlab-settings"``)
+    to its JSON content, on top of the quiet defaults below. With a ``token``, every request needs it
+    (``?token=…`` once, then the cookie).
+    """
     run = Path(tempfile.mkdtemp(prefix="attention-lab-browser-"))
-    settings = run / "settings"
-    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
-    (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
-    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
-        json.dumps({"windowingMode": "none"}))
+    settings_dir = run / "settings"
+    files = {"@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+             {"fetchNews": "false", "checkForUpdates": False},
+             "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+             **(settings or {})}
+    for name, content in files.items():
+        (settings_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (settings_dir / name).write_text(json.dumps(content))
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(run / "config"), JUPYTER_RUNTIME_DIR=str(run / "runtime"),
-               IPYTHONDIR=str(run / "ipython"), JUPYTERLAB_SETTINGS_DIR=str(settings),
+               IPYTHONDIR=str(run / "ipython"), JUPYTERLAB_SETTINGS_DIR=str(settings_dir),
                JUPYTERLAB_WORKSPACES_DIR=str(run / "workspaces"), OPENBLAS_NUM_THREADS="1")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     port = free_port()
-    command = lab_command(root, "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-                          f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-                          "--ServerApp.password=", "--LabApp.news_url=None",
-                          "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate")
+    options = ["--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+               "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", "--ServerApp.password=",
+               "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    command = [sys.executable, "-m", "attention_lab.lab", *options] if make_lab else lab_command(root, *options)
     log = open(log_path, "w")
+    # its own process group, so that teardown stops the server and anything it started
     process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)  # its own process group: kernels and all are stopped together
+                               start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited with code {process.returncode}; see {log_path}")
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                raise RuntimeError(f"JupyterLab did not answer on {base} within 60 s; see {log_path}")
-            time.sleep(0.3)
+        wait_for_http(f"{base}/api/status?token={token}", process, log_path, "JupyterLab")
         yield base
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_process_group(process)
         log.close()
         shutil.rmtree(run, ignore_errors=True)
+
+
+def wait_for_http(url: str, process: subprocess.Popen, log_path: Path, what: str, timeout: float = 120) -> None:
+    """Poll ``url`` until it answers 200; fail early if ``process`` exits first."""
+    deadline = time.time() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with code {process.returncode}; see {log_path}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.time() > deadline:
+            raise RuntimeError(f"{what} did not answer on {url} within {timeout:g} s; see {log_path}")
+        time.sleep(0.3)  # polling interval of a readiness probe, not a wait for a result
+
+
+def stop_process_group(process: subprocess.Popen) -> None:
+    """SIGTERM the process group of ``process`` (started with ``start_new_session=True``), then SIGKILL it."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def course_copy(repo: Path, target: Path) -> Path:

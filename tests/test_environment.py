@@ -19,7 +19,8 @@ def requirement(spec: str) -> tuple[str, str]:
 
 def test_environment_yml_matches_pyproject():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    pyproject = dict(requirement(s) for s in project["dependencies"] + project["optional-dependencies"]["test"])
+    extras = [spec for group in project["optional-dependencies"].values() for spec in group]
+    pyproject = dict(requirement(s) for s in project["dependencies"] + extras)
     env = yaml.safe_load((REPO / "environment.yml").read_text())
     conda = [d for d in env["dependencies"] if isinstance(d, str)]
     pip = [d for d in env["dependencies"] if isinstance(d, dict)]

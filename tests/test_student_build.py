@@ -1,5 +1,7 @@
 """`make student-env`: the student edition holds no grader, reference or solutions, and works without them."""
 
+import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -16,7 +18,7 @@ def edition(tmp_path_factory):
 
 def test_it_holds_the_student_package_and_the_release_only(edition):
     assert sorted(p.name for p in edition.iterdir()) == [
-        "README.md", "attention_lab", "environment.yml", "postBuild", "pyproject.toml", "release"]
+        "README.md", "attention_lab", "environment.yml", "jupyter-config", "postBuild", "pyproject.toml", "release"]
     names = {p.name for p in edition.rglob("*")}
     assert "autograder" not in names and "source" not in names and "reference.py" not in names
     assert not any("BEGIN SOLUTION" in p.read_text() for p in (edition / "release").rglob("*.ipynb"))
@@ -53,3 +55,24 @@ print("self-check ran")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=edition.parent)
     assert result.returncode == 0, result.stderr
     assert "no grader" in result.stdout and "self-check ran" in result.stdout
+
+
+def test_attention_lab_lab_puts_a_course_folders_jupyter_config_first(edition, tmp_path):
+    from attention_lab.lab import lab_environment
+
+    env = lab_environment(edition, {"JUPYTER_CONFIG_PATH": "/elsewhere", "PATH": "/bin"})
+    assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(edition / "jupyter-config"), "/elsewhere"]
+    assert env["OPENBLAS_NUM_THREADS"] == "1" and env["PATH"] == "/bin"
+    assert "JUPYTER_CONFIG_PATH" not in lab_environment(tmp_path, {})  # the full course has no jupyter-config/
+    assert lab_environment(tmp_path, {"OPENBLAS_NUM_THREADS": "4"})["OPENBLAS_NUM_THREADS"] == "4"
+
+
+def test_the_editions_jupyter_config_switches_off_exactly_nbgraders_instructor_parts(edition):
+    page = json.loads((edition / "jupyter-config" / "labconfig" / "page_config.json").read_text())
+    assert page == {"disabledExtensions": {p: True for p in student_build.INSTRUCTOR_LAB_PLUGINS}}
+    server = json.loads((edition / "jupyter-config" / "jupyter_server_config.d" / "attention-lab-student.json").read_text())
+    assert server == {"ServerApp": {"jpserver_extensions": {e: False for e in student_build.INSTRUCTOR_SERVER_EXTENSIONS}}}
+    assert "validate" not in " ".join(student_build.INSTRUCTOR_LAB_PLUGINS + student_build.INSTRUCTOR_SERVER_EXTENSIONS)
+    postbuild = (edition / "postBuild").read_text()
+    for plugin in student_build.INSTRUCTOR_LAB_PLUGINS:
+        assert f"jupyter labextension disable --level=sys_prefix {plugin}" in postbuild

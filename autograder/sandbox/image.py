@@ -125,8 +125,10 @@ def _build(target: Path, prefixes: list[tuple[Path, Path]], hidden: tuple[str, .
         if venv is not None:
             config = (venv / "pyvenv.cfg").read_text()
             version = re.search(r"^version\w*\s*=\s*(\S+)", config, re.M)
+            # a base installation under /usr is bound where it is (a system directory), so it keeps its own path
+            home = _inside(base, mapping) or base
             _replace(work / names[INSIDE_VENV] / "pyvenv.cfg",
-                     f"home = {_inside(base, mapping) / 'bin'}\ninclude-system-site-packages = false\n"
+                     f"home = {home / 'bin'}\ninclude-system-site-packages = false\n"
                      + (f"version = {version.group(1)}\n" if version else ""))
         os.chmod(work, 0o755)
         try:
