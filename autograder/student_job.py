@@ -35,7 +35,7 @@ from traitlets import Integer
 from traitlets.config import Configurable
 
 from autograder.grading import COURSE_ID, course_config
-from autograder.sandbox_kernel import SandboxedKernelManager
+from autograder.sandbox import SandboxedKernelManager
 from autograder.sanitize import inert_text
 from autograder.submission_limits import (SubmissionLimits, byte_size, extra_files, student_id_problem,
                                          submission_problem)
