@@ -35,9 +35,9 @@ $(STAMP): pyproject.toml
 lab: $(STAMP)
 	$(BIN)/python -m attention_lab.lab --ServerApp.port=$(LAB_PORT) $(LAB_ARGS)
 
-## test: the whole test suite
+## test: the whole test suite, on two pytest-xdist workers (each test file on one worker: module fixtures build once)
 test: $(STAMP) sandbox
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 ## release: regenerate release/ from source/ with nbgrader generate_assignment
 release: $(STAMP)
