@@ -62,8 +62,11 @@ c.SubmissionLimits.max_outputs = 2000
 c.StudentBudget.wall_clock_seconds = 300
 c.StudentBudget.memory_bytes = 6 * 2**30
 
-# Learners' code runs in a bubblewrap sandbox (autograder/sandbox_kernel.py): no course files, no network,
-# limits on memory, CPU, processes, files and output. Execute's options (timeout, ...) apply to it.
+# Learners' code runs in a bubblewrap sandbox (autograder/sandbox/): no course files, no network, limits on memory,
+# CPU, processes, files and output. Every limit and its default is in autograder/sandbox/limits.py: the kernel's
+# (memory_limit, cpu_time_limit, file_size_limit, process_limit, open_files_limit, scratch_size, max_message_bytes)
+# on c.SandboxedKernelManager, the run's (wall_clock_limit, max_cell_output_bytes, max_notebook_output_bytes) on
+# c.SandboxedExecute. Execute's options (timeout, ...) apply to it.
 # The wall clock covers the whole notebook: a loop that catches KeyboardInterrupt ignores the per-cell
 # timeout's interrupt, so the sandbox is killed after this long (a correct notebook takes a few seconds).
 c.SandboxedExecute.wall_clock_limit = 120

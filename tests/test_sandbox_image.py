@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox_image import INSIDE_VENV, python_image
+from autograder.sandbox.image import INSIDE_VENV, python_image
 
 SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin")
 

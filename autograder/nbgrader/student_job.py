@@ -36,7 +36,7 @@ from traitlets.config import Configurable
 
 from autograder.course import COURSE_ID
 from autograder.nbgrader.grading import course_config
-from autograder.sandbox_kernel import SandboxedKernelManager
+from autograder.sandbox import SandboxedKernelManager
 from autograder.nbgrader.sanitize import inert_text
 from autograder.nbgrader.submission_limits import (SubmissionLimits, byte_size, extra_files, student_id_problem,
                                          submission_problem)
