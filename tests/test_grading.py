@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import assignments, example_class, grading, hostile
+from autograder import assignments, example_class, grading, hostile, report
 from autograder.in_process import grade_variant
 from autograder.notebook_cells import fill_release, read, solution_cells
 from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
@@ -239,3 +239,13 @@ def test_demo_prints_tables_overview_and_where_the_results_are(monkeypatch, tmp_
         for student in students[name]:
             assert student in out
     assert "class overview" in out and "grades.csv" in out and "feedback" in out
+
+
+# here, not in a file of its own: under pytest-xdist's --dist loadfile the class is then graded once, on one worker
+def test_the_report_meets_every_goal_and_the_committed_copy_is_current(graded_class):
+    _, results, outcomes = graded_class
+    built = report.build_from(results, outcomes)
+    missed = [row for rows in (built.correct, built.mistakes, built.hostile, built.end_to_end)
+              for row in rows if not row.ok]
+    assert not missed, "\n".join(f"{r.assignment} {r.name}: {r.detail}" for r in missed)
+    assert report.REPORT.read_text() == report.render(built), "reports/grader_report.md is stale: run `make report`"
