@@ -185,6 +185,15 @@ def test_an_earlier_mistake_repeated_inline_costs_the_same_whether_or_not_the_st
         assert "correct given your earlier function(s)" in flat(attention.text())
 
 
+def test_attention_that_leaves_its_own_scores_unscaled_is_told_so():
+    # found by a reviewer: 0.5/2 with only "12 of the 12 values are wrong"
+    inline = A1_SDPA.replace("attention_scores(Q, K, scale=scale)", "Q @ np.swapaxes(K, -1, -2)")
+    result = grades({"scaled_dot_product_attention": inline})["test_scaled_dot_product_attention"]
+    assert result.score == 0.5
+    assert "These are the weights of unscaled scores" in flat(result.text())
+    assert "unscaled scores" not in flat(grades({})["test_scaled_dot_product_attention"].text())
+
+
 def test_an_attention_step_whose_body_only_raises_value_error_earns_zero():
     cells = {"scaled_dot_product_attention":
              "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n    raise ValueError('no')"}
