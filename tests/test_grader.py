@@ -169,6 +169,32 @@ def test_a_re_implemented_earlier_step_with_another_functions_known_mistake_lose
     assert "correct given" not in results["test_scaled_dot_product_attention"].text()
 
 
+def test_an_earlier_mistake_repeated_inline_costs_the_same_whether_or_not_the_step_calls_other_functions():
+    # found by a reviewer: unscaled scores written again inside attention, with the learner's own (correct) softmax
+    # called, cost 1.5 points more than the same attention with softmax inlined too
+    unscaled = {"attention_scores": "def attention_scores(Q, K, scale=True):\n    return Q @ np.swapaxes(K, -1, -2)"}
+    inline_scores = A1_SDPA.replace("attention_scores(Q, K, scale=scale)", "Q @ np.swapaxes(K, -1, -2)")
+    inline_all = inline_scores.replace("softmax(scores, axis=-1)",
+                                       "np.exp(scores - scores.max(-1, keepdims=True)); "
+                                       "weights = weights / weights.sum(-1, keepdims=True)")
+    calls_softmax = grades({**unscaled, "scaled_dot_product_attention": inline_scores})
+    inlined = grades({**unscaled, "scaled_dot_product_attention": inline_all})
+    for results in (calls_softmax, inlined):
+        assert results["test_scaling"].score == 0
+        attention = results["test_scaled_dot_product_attention"]
+        assert attention.score == 2, attention.text()
+        assert "correct given your earlier function(s)" in flat(attention.text())
+
+
+def test_attention_that_leaves_its_own_scores_unscaled_is_told_so():
+    # found by a reviewer: 0.5/2 with only "12 of the 12 values are wrong"
+    inline = A1_SDPA.replace("attention_scores(Q, K, scale=scale)", "Q @ np.swapaxes(K, -1, -2)")
+    result = grades({"scaled_dot_product_attention": inline})["test_scaled_dot_product_attention"]
+    assert result.score == 0.5
+    assert "These are the weights of unscaled scores" in flat(result.text())
+    assert "unscaled scores" not in flat(grades({})["test_scaled_dot_product_attention"].text())
+
+
 def test_an_attention_step_whose_body_only_raises_value_error_earns_zero():
     cells = {"scaled_dot_product_attention":
              "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n    raise ValueError('no')"}

@@ -84,3 +84,21 @@ def test_why_a_cell_sent_nothing():
     failed.outputs = [nbformat.v4.new_output("error", ename="NameError", evalue="x", traceback=[])]
     assert why_missing(failed, None) == "the cell stopped with NameError before the probe sent its results"
     assert why_missing(ran, "the kernel was killed") == "the kernel was killed"
+
+
+def test_an_array_argument_not_read_back_counts_as_modified():
+    # found by a reviewer: a wrapped call_case that blanked args_after hid a softmax that edits its input in place
+    def in_place(x, axis=-1):
+        x -= x.max(axis=axis, keepdims=True)
+        np.exp(x, out=x)
+        x /= x.sum(axis=axis, keepdims=True)
+        return x
+
+    honest = genuine({"softmax": lambda x, axis=-1: np.exp(x - x.max(axis=axis, keepdims=True))
+                      / np.exp(x - x.max(axis=axis, keepdims=True)).sum(axis=axis, keepdims=True)})
+    edits = genuine({"softmax": in_place})
+    blanked = {**edits, "results": [{**r, "args_after": [None] * len(r["args_after"])} for r in edits["results"]]}
+    screened = [screen(REQUEST, [output(r)])[0]["results"] for r in (honest, edits, blanked)]
+    passed = [[GRADER.passes("test_softmax", i, record) for i, record in enumerate(results)] for results in screened]
+    assert all(passed[0])
+    assert not any(passed[1]) and not any(passed[2])

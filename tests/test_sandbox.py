@@ -435,6 +435,20 @@ def test_the_wall_clock_kills_a_loop_that_catches_keyboard_interrupt_and_grading
     assert stdout(code(nb)[0]) == f"{KERNEL_PYTHON} {NOBODY}\n" and execution(nb)["status"] == "ok"
 
 
+def test_a_stop_seen_while_waiting_for_a_later_cell_is_put_in_the_cell_the_kernel_was_still_running():
+    # a short IOPub wait lets nbclient give up on the stubborn cell and send the next ones before the wall clock
+    # fires: the kernel never ran them, so the stop belongs to the stubborn cell whichever wait sees it
+    executor = SandboxedExecute(timeout=2, iopub_timeout=1, wall_clock_limit=8)
+    stubborn = notebook(["import threading\nwhile True:\n    try:\n        threading.Event().wait()\n"
+                         "    except KeyboardInterrupt:\n        pass",
+                         "print('never')", "print('never either')", "print('nor this')", "print('nor that')"])
+    nb = run(stubborn, executor=executor)
+    assert execution(nb) == {"status": "killed", "reason": "the notebook ran longer than the wall-clock limit of "
+                                                           "8 s, so its kernel was stopped in cell 2"}
+    assert errors(code(nb)[0])[-1:] == ["KernelStopped"]
+    assert all(not cell.outputs and cell.execution_count is None for cell in code(nb)[1:])
+
+
 def test_the_cpu_time_limit_stops_the_kernel():
     nb = run(notebook(["while True:\n    pass", "print('never')"]), timeout=30, kernel={"cpu_time_limit": 3})
     assert execution(nb) == {"status": "killed", "reason": "the kernel used more than the CPU-time limit of 3 s "

@@ -299,6 +299,31 @@ UNWRITTEN_ATTENTION = ("def scaled_dot_product_attention(Q, K, V, mask=None, sca
 # the honest part of a submission whose causal_mask cell stops (interrupted, MemoryError, SystemExit)
 NO_CAUSAL_MASK = lambda solutions: {"causal_mask": "# (the cell stopped before defining causal_mask)"}  # noqa: E731
 WRONG_SOFTMAX = "def softmax(x, axis=-1):\n    return np.exp(x) / np.exp(x).sum(axis=0, keepdims=True)\n"
+IN_PLACE_SOFTMAX = ("def softmax(x, axis=-1):\n    x -= np.max(x, axis=axis, keepdims=True)\n    np.exp(x, out=x)\n"
+                    "    x /= np.sum(x, axis=axis, keepdims=True)\n    return x\n")
+# found by a reviewer: a wrapped call_case that blanks what the probe read back hid the in-place edit
+HIDE_IN_PLACE = ("import attention_lab.core.probe as _p\n_original = _p.call_case\n"
+                 "def _hiding(ns, case, *more):\n    r = _original(ns, case, *more)\n"
+                 "    if r.get('status') == 'returned':\n"
+                 "        r['args_after'] = [None] * len(r.get('args_after') or case['args']); r['warnings'] = []\n"
+                 "    return r\n_p.call_case = _hiding\n")
+FORGED_RUN = ("def run(namespace, payload):\n    from IPython.display import publish_display_data\n"
+              "    from attention_lab.core import values\n    request = values.unpack(payload)\n"
+              "    forged = {'status': 'returned', 'value': True, 'args_after': [], 'warnings': []}\n"
+              "    publish_display_data({'application/vnd.attention-lab.probe+json': {'grade_id': request['grade_id'], "
+              "'results': [forged for _ in request['cases']]}})\n")
+
+
+def fake_probe(body: str) -> str:
+    """Notebook code installing an import hook that serves ``body`` as ``attention_lab.core.probe``."""
+    return ("import sys, importlib.abc, importlib.util\n"
+            "class _FakeProbe(importlib.abc.MetaPathFinder, importlib.abc.Loader):\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        return importlib.util.spec_from_loader(name, self) if name == 'attention_lab.core.probe' else None\n"
+            "    def create_module(self, spec):\n        return None\n"
+            "    def exec_module(self, module):\n"
+            f"        exec({body!r}, module.__dict__)\n"
+            "sys.meta_path.insert(0, _FakeProbe())\n")
 
 def feedback_says(words: str):
     """The feedback HTML (where the learner reads it) contains ``words``."""
@@ -416,15 +441,22 @@ CASES: dict[str, Hostile] = {
                                          "np.testing.assert_allclose = lambda *a, **k: None\n" + WRONG_SOFTMAX}),
         as_honest(lambda s: {"softmax": WRONG_SOFTMAX})),
     "monkeypatch-probe": Hostile(
-        "replaces the grading probe with one that sends nothing",
+        "patches the imported probe's run and call_case (each probe cell imports the probe afresh)",
         with_cells(lambda c: {"softmax": "import attention_lab.core.probe\nattention_lab.core.probe.run = lambda *a, **k: None\n"
-                                         + WRONG_SOFTMAX}),
+                                         "attention_lab.core.probe.call_case = lambda ns, case, *more: {'status': 'returned', "
+                                         "'value': True, 'args_after': [], 'warnings': []}\n" + WRONG_SOFTMAX}),
+        as_honest(lambda s: {"softmax": WRONG_SOFTMAX})),
+    "hides-in-place-edit": Hostile(
+        "a softmax that modifies its input in place, and a patched probe that reports no argument read back",
+        with_cells(lambda c: {"softmax": HIDE_IN_PLACE + IN_PLACE_SOFTMAX}),
+        as_honest(lambda s: {"softmax": IN_PLACE_SOFTMAX})),
+    "replaced-probe-module": Hostile(
+        "an import hook that serves its own attention_lab.core.probe, which sends nothing",
+        with_cells(lambda c: {"softmax": fake_probe("def run(*args, **kwargs):\n    pass\n") + WRONG_SOFTMAX}),
         _all_of(graded(0), feedback_says("replaced the probe"))),
     "forged-results": Hostile(
-        "replaces the probe's calls with forged 'results' claiming success",
-        with_cells(lambda c: {"softmax": "import attention_lab.core.probe as _p\n"
-                                         "_p.call_case = lambda ns, case, *more: {'status': 'returned', 'value': True, "
-                                         "'args_after': [], 'warnings': []}\n" + WRONG_SOFTMAX}),
+        "an import hook that serves its own attention_lab.core.probe, which publishes forged 'results' claiming success",
+        with_cells(lambda c: {"softmax": fake_probe(FORGED_RUN) + WRONG_SOFTMAX}),
         _all_of(graded(0), feedback_says("the probe's output was forged"))),
     "always-equal": Hostile(
         "returns an object whose __eq__ is always True",

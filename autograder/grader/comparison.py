@@ -495,7 +495,7 @@ class Grader:
                 own = None
         value = got if own is None else own
         earlier = {cell: source for cell, source in identified.items() if not _defines(source, case.function)}
-        if earlier and own is None:
+        if earlier:  # also where a stand-in pass ran: the step may repeat its earlier mistake and call another function
             given = self.output_of(earlier, step.grade_id, index)
             if not same(given, expected, case) and same(got, given, case):
                 return _Verdict(True, "correct given your earlier function(s), whose mistake is counted in its own step")
@@ -676,8 +676,10 @@ def _check(case: Case, got, expected, record: dict, parameters: list[str] = ()) 
         raise CheckFailed(f"it emitted a warning ({record['warnings'][0]}); this step must run without any")
     after = record.get("args_after") or []
     for position, (original, encoded) in enumerate(zip(case.args, after)):
-        if isinstance(original, np.ndarray) and encoded is not None:
-            try:
+        if isinstance(original, np.ndarray):
+            try:  # the probe reads back every array argument: a missing one is not "unchanged"
+                if encoded is None:
+                    raise ValueError("not read back")
                 now = wire.decode(encoded)
             except Exception:  # noqa: BLE001
                 raise CheckFailed("its arguments could not be read back after the call") from None

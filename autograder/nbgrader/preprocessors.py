@@ -68,11 +68,21 @@ def _autograder_cells(nb, grader):
             yield meta["grade_id"], cell
 
 
-PROBE_LINE = "import attention_lab.core.probe as _attention_lab_probe; "
+# The probe is imported afresh from its files in every probe cell: the course's modules are taken out of
+# sys.modules for that import and put back after it, so that what the notebook did to the imported
+# attention_lab modules (a replaced call_case, run or wire.encode) does not reach the probe that grades it.
+PROBE_LINE = ("import sys as _attention_lab_sys; _attention_lab_kept = {_n: _attention_lab_sys.modules.pop(_n) "
+              "for _n in [_n for _n in _attention_lab_sys.modules if _n.split('.')[0] == 'attention_lab']}; "
+              "import attention_lab.core.probe as _attention_lab_probe; "
+              "_attention_lab_sys.modules.update(_attention_lab_kept); ")
 
 
 def probe_source(request: dict) -> str:
-    """The one line of code that runs ``request`` in the kernel (:func:`attention_lab.core.probe.run`)."""
+    """The one line of code that runs ``request`` in the kernel (:func:`attention_lab.core.probe.run`).
+
+    It imports a fresh copy of the probe (see :data:`PROBE_LINE`), so that patches the notebook made to
+    the imported ``attention_lab`` modules do not change what the probe reports.
+    """
     return f'{PROBE_LINE}_attention_lab_probe.run(globals(), "{wire.pack(request)}")'
 
 

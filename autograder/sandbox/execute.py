@@ -81,7 +81,17 @@ class SandboxRun:
     stopped: bool = False  # the kernel stopped: the remaining cells are skipped
     off_the_record: bool = False  # True while run_code's cell runs: only grading outputs are kept
     lost_messages: int = 0
+    # (cell, label) of a cell that did not stop when interrupted: the kernel is still running it, so the cells
+    # sent after it never ran, and a stop seen while waiting for one of them happened in this cell
+    still_running: tuple[NotebookNode, str] | None = None
     outcome: dict = field(default_factory=lambda: {"status": "ok", "reason": "all cells ran"})
+
+
+def never_ran(cell: NotebookNode) -> None:
+    """Leave ``cell`` as if it had not been run (the kernel was busy with an earlier cell)."""
+    if cell.cell_type == "code":
+        cell.outputs = []
+        cell.execution_count = None
 
 
 def append_error(cell: NotebookNode, name: str, reason: str) -> None:
@@ -210,30 +220,33 @@ class SandboxedExecute(RunLimits, Execute):
         if not run.started:
             self.kernel_ready()
         if run.stopped:
-            if cell.cell_type == "code":
-                cell.outputs = []
-                cell.execution_count = None
+            never_ran(cell)
             return cell, self.resources
         interrupts = self.km.interrupts
         try:
             cell, _ = super().preprocess_cell(cell, resources, index)
             lost = self.kc.lost_messages()
+            if cell.cell_type == "code" and cell.source.strip():  # nbclient sent it (it skips empty ones) and
+                run.still_running = None  # the kernel answered it, so it is done with the earlier ones
         except DeadKernelError:
-            self.kernel_stopped(cell, cell_label(cell, index))
+            self.stopped_during(cell, index)
             return cell, self.resources
         except CellTimeoutError:
             # the kernel never said "idle" for this cell; nbgrader would give up on the notebook here
             if self.km.sandbox.exit_status() is not None:
-                self.kernel_stopped(cell, cell_label(cell, index))
+                self.stopped_during(cell, index)
                 return cell, self.resources
             lost = self.kc.lost_messages()
-            if lost:
+            if run.still_running is not None:  # still busy with an earlier cell: this one never ran
+                never_ran(cell)
+            elif lost:
                 append_error(cell, "OutputIncomplete", (
                     f"the cell sent an output larger than {self.km.max_message_bytes // MiB} MiB: "
                     "it and the rest of the cell's output were lost"))
             elif self.km.interrupts > interrupts:
                 append_error(cell, "CellTimeoutError", f"the cell was still running {self.timeout} s "
                              "after it started, and did not stop when interrupted")
+                run.still_running = (cell, cell_label(cell, index))
             else:
                 append_error(cell, "OutputIncomplete", "the cell's output did not arrive completely")
         if lost:
@@ -242,6 +255,19 @@ class SandboxedExecute(RunLimits, Execute):
         if index == len(self.nb.cells) - 1:
             self.after_last_cell()
         return cell, self.resources
+
+    def stopped_during(self, cell: NotebookNode, index: int) -> None:
+        """The kernel stopped while nbclient waited for ``cell``: in it, or in an earlier cell it was still running.
+
+        Which wait sees the stop depends on timing (a per-cell timeout's interrupt and IOPub wait against the
+        wall clock), so the stop is put where the kernel was, and the cells it never ran are left empty.
+        """
+        busy = self.sandbox_run.still_running
+        if busy is None or busy[0] is cell:
+            self.kernel_stopped(cell, cell_label(cell, index))
+        else:
+            never_ran(cell)
+            self.kernel_stopped(*busy)
 
     def kernel_stopped(self, cell: NotebookNode, where: str) -> None:
         """Record why the kernel stopped during ``where``; the cell shows it, the cells after it are skipped."""

@@ -76,6 +76,12 @@ def _weights(case, got, expected) -> list[str]:
             first = tuple(int(i) for i in np.argwhere(leaked)[0])
             notes.append(f"A blocked position has weight {weights[first]:.4g} (index {first}): "
                          "masked keys must get weight 0.")
+    if case.kwargs.get("scale", True) is not False:
+        unscaled = getattr(reference, case.function)(*case.args, **{**case.kwargs, "scale": False})[1]
+        if (np.allclose(weights, unscaled, rtol=1e-6, atol=1e-9, equal_nan=True)
+                and not np.allclose(unscaled, expected[1], rtol=1e-6, atol=1e-9, equal_nan=True)):
+            notes.append("These are the weights of unscaled scores: with scale=True the scores Q Kᵀ must be "
+                         "divided by √d_k before the softmax (Vaswani et al. 2017, eq. 1).")
     return notes
 
 
