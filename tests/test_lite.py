@@ -174,7 +174,7 @@ def test_in_chromium_the_start_page_opens_and_the_student_package_runs_in_the_br
 
     assert result["platform"] == "emscripten"  # it ran in the browser kernel
     assert "/site-packages/attention_lab/" in result["package"]  # from the site's wheel
-    cases = json.loads((REPO / "attention_lab" / "worked_cases" / "01_scaled_dot_product_attention.json").read_text())
+    cases = json.loads((REPO / "attention_lab" / "a01_attention" / "worked_cases.json").read_text())
     assert result["cases"] == len(cases)
     assert result["interrupted"] == "did not finish within 0.5 s (an infinite loop?)"
     assert result["seconds"] >= 0.5
