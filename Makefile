@@ -21,7 +21,7 @@ export PATH := $(BIN):$(PATH)
 # On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install lab test test-fast release grade demo report student-env lite clean sandbox hub hub-teardown proxy
+.PHONY: install lab test test-fast release grade demo report student-env worked-cases lite clean sandbox hub hub-teardown proxy
 
 install: $(STAMP)
 
@@ -45,33 +45,37 @@ test-fast: $(STAMP)
 
 ## release: regenerate release/ from source/ with nbgrader generate_assignment
 release: $(STAMP)
-	$(BIN)/python -m autograder.nbgrader.release $(ASSIGNMENTS)
+	$(BIN)/python -m autograder release $(ASSIGNMENTS)
 
 ## grade: autograde a real class: submitted/<student>/<assignment>/*.ipynb
 grade: $(STAMP) sandbox
-	$(BIN)/python -m autograder.nbgrader.grading $(ASSIGNMENTS)
+	$(BIN)/python -m autograder grade $(ASSIGNMENTS)
 
 ## demo: grade the embedded example class in a temporary course directory
 demo: $(STAMP) sandbox
-	$(BIN)/python -m autograder.examples.example_class
+	$(BIN)/python -m autograder demo
 
 ## report: grade every correct variant, known mistake and hostile submission; write reports/grader_report.md
 report: $(STAMP) sandbox
-	$(BIN)/python -m autograder.examples.report
+	$(BIN)/python -m autograder report
 
 ## student-env: the student edition without the grader, in dist/attention-lab-student/
 student-env: $(STAMP)
-	$(BIN)/python -m autograder.student_build
+	$(BIN)/python -m autograder student-env
+
+## worked-cases: regenerate the worked cases the visible self-checks show (attention_lab/aNN_*/worked_cases.json) from the specs
+worked-cases: $(STAMP)
+	$(BIN)/python -m autograder worked-cases
 
 ## hub: JupyterHub for a class on this machine (run as root): creates the Unix users, the course directory
 ## with nbgrader's exchange and the students' environment under $(HUB_ROOT), then runs the hub on 127.0.0.1
 hub: $(STAMP) sandbox proxy
-	$(BIN)/python -m autograder.hub up --root $(HUB_ROOT) --instructor $(HUB_INSTRUCTOR) \
+	$(BIN)/python -m autograder hub up --root $(HUB_ROOT) --instructor $(HUB_INSTRUCTOR) \
 	  --students $(HUB_STUDENTS) --port $(HUB_PORT) $(HUB_ARGS)
 
 ## hub-teardown: remove the Unix users `make hub` created (add HUB_ARGS=--purge to delete $(HUB_ROOT) too)
 hub-teardown: $(STAMP)
-	$(BIN)/python -m autograder.hub teardown --root $(HUB_ROOT) $(HUB_ARGS)
+	$(BIN)/python -m autograder hub teardown --root $(HUB_ROOT) $(HUB_ARGS)
 
 ## proxy: configurable-http-proxy, JupyterHub's proxy, from the npm registry (installed when run as root)
 proxy:
@@ -88,7 +92,7 @@ proxy:
 ## lite: the course as a static JupyterLite site (Pyodide kernel in the browser) in dist/lite/, for any static host
 lite: $(STAMP)
 	@command -v npm >/dev/null 2>&1 || { echo "make lite fetches Pyodide's core with npm: install Node.js and npm (Debian: apt-get install npm)" >&2; exit 1; }
-	$(BIN)/python -m autograder.lite_build
+	$(BIN)/python -m autograder lite
 
 ## sandbox: bubblewrap (bwrap), in which grading runs learners' notebooks; installed with apt-get when run as root
 sandbox:

@@ -101,7 +101,7 @@ def test_generation_is_deterministic():
 
 @pytest.mark.parametrize("name", WITH_WORKED_CASES)
 def test_committed_worked_cases_are_current(name):
-    """``python -m autograder.grader.worked_cases --check`` for this assignment; on failure, run the command."""
+    """``python -m autograder worked-cases --check`` for this assignment; on failure, run the command."""
     assert generator.file_problems(generator.OUTPUT, all_assignments()[name]) == []
 
 
@@ -139,7 +139,7 @@ def test_check_command_reports_missing_stale_and_left_over_files(tmp_path, only_
     path.write_text(path.read_text().replace("0.3333333333333333", "0.3333", 1))
     assert generator.main(["--check", "--output", str(out)]) == 1
     err = capsys.readouterr().err
-    assert "is stale" in err and "run `python -m autograder.grader.worked_cases`" in err
+    assert "is stale" in err and "run `python -m autograder worked-cases`" in err
     (out / "a99_gone").mkdir()
     (out / "a99_gone" / "worked_cases.json").write_text("{}")
     generator.main(["--output", str(out)])
@@ -426,7 +426,7 @@ def test_a_case_that_must_not_warn():
 def test_unknown_function_and_assignment_are_named():
     with pytest.raises(LookupError, match="no worked cases for nothing_here"):
         worked.check_worked_cases(A1, "nothing_here", _softmax)
-    with pytest.raises(FileNotFoundError, match="python -m autograder.grader.worked_cases"):
+    with pytest.raises(FileNotFoundError, match="python -m autograder worked-cases"):
         worked.check_worked_cases("00_no_such_assignment", "softmax", _softmax)
 
 

@@ -560,7 +560,7 @@ def _stored(assignment_name: str) -> str:
         raise FileNotFoundError(
             f"no worked cases for assignment {assignment_name!r} in the attention_lab package (no "
             f"attention_lab/<folder>/{STORED} names it); the course maintainers create them with "
-            "`python -m autograder.grader.worked_cases`") from None
+            "`python -m autograder worked-cases`") from None
 
 
 def course_functions() -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """Store each assignment's worked cases as numbers in the student package.
 
-``python -m autograder.grader.worked_cases`` writes
+``python -m autograder worked-cases`` writes
 ``attention_lab/<folder>/worked_cases.json`` for every assignment (found
 by :func:`autograder.assignments.all_assignments`) that has ``worked_cases``:
 for each case its inputs, tolerances, the reference's result and the result
@@ -32,7 +32,7 @@ from autograder.grader.answers import REPO, answer_namespace
 from autograder.grader.spec import Assignment, Case
 
 OUTPUT = Path(attention_lab.__file__).resolve().parent  # each file goes to <folder>/worked_cases.json in it
-COMMAND = "python -m autograder.grader.worked_cases"
+COMMAND = "python -m autograder worked-cases"
 SECONDS = 60.0  # trusted code on tiny inputs; the limit only turns a hang into an error
 
 

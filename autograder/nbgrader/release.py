@@ -82,7 +82,13 @@ def generate_release(course_dir: Path, assignments: list[str], release_dir: Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    assignments = (argv if argv is not None else sys.argv[1:]) or sorted(
+    """``python -m autograder release [assignment ...]``: regenerate release/ (default: every assignment)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m autograder release",
+                                     description="Regenerate release/ from source/ with nbgrader generate_assignment.")
+    parser.add_argument("assignments", nargs="*", help="assignment folders of source/ (default: all)")
+    assignments = parser.parse_args(argv).assignments or sorted(
         p.name for p in (REPO / "source").iterdir() if p.is_dir())
     try:
         generate_release(REPO, assignments)

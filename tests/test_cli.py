@@ -1,0 +1,67 @@
+"""``python -m autograder``: one command line with a subcommand per job, and the make targets call it."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import subprocess
+import sys
+
+import pytest
+
+from autograder.__main__ import COMMANDS, main
+from autograder.course import REPO
+
+#: make target → the subcommand it must run (the issue's list, plus the two builds and the hub)
+TARGETS = {"release": "release", "grade": "grade", "demo": "demo", "report": "report",
+           "student-env": "student-env", "lite": "lite", "hub": "hub", "worked-cases": "worked-cases"}
+
+
+def test_the_issue_s_subcommands_exist():
+    assert {"release", "grade", "demo", "report", "student-env", "worked-cases"} <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_subcommand_runs_a_main_that_takes_its_arguments(name):
+    run = importlib.import_module(COMMANDS[name].module).main
+    assert list(inspect.signature(run).parameters) == ["argv"], f"{name}: main(argv) expected"
+
+
+@pytest.mark.parametrize("target,command", sorted(TARGETS.items()))
+def test_each_make_target_calls_the_cli(target, command):
+    makefile = (REPO / "Makefile").read_text()
+    recipe = re.search(rf"^{re.escape(target)}:.*\n((?:\t.*\n?)+)", makefile, re.MULTILINE)
+    assert recipe, f"no make target {target}"
+    assert re.search(rf"-m autograder {re.escape(command)}\b", recipe.group(1)), recipe.group(1)
+
+
+def test_help_lists_every_subcommand_with_its_line():
+    done = subprocess.run([sys.executable, "-m", "autograder", "--help"], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    for name, command in COMMANDS.items():
+        assert name in done.stdout and command.help[:30] in " ".join(done.stdout.split()), name
+
+
+def test_a_subcommand_s_help_is_its_own_parser_s_with_the_cli_s_name(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["release", "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m autograder release") and "assignments" in out
+    assert sys.argv[0] != "python -m autograder release", "argv[0] is put back"
+
+
+def test_an_unknown_subcommand_is_refused_with_usage(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["grde"])
+    assert exited.value.code == 2
+    assert "invalid choice: 'grde'" in capsys.readouterr().err
+
+
+def test_arguments_after_the_subcommand_reach_it():
+    # worked-cases --check: writes nothing, exit 0 when the committed files are current (a test elsewhere keeps them so)
+    done = subprocess.run([sys.executable, "-m", "autograder", "worked-cases", "--check"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "worked cases are current" in done.stdout
