@@ -56,7 +56,11 @@ def repo() -> Path:
 
 @pytest.fixture(scope="session")
 def graded_class(tmp_path_factory):
-    """One nbgrader run per assignment: the example class of every assignment plus the hostile submissions.
+    """One nbgrader run per assignment: a fixed sample of each example class plus the hostile submissions.
+
+    The sample is :func:`autograder.examples.example_class.end_to_end_sample` (five or fewer students per
+    assignment, so that the suite's end-to-end part grows slowly with the number of assignments); every
+    example student is checked in-process (tests/test_example_class.py).
 
     Shared by the end-to-end grading tests and the report test (all in tests/test_grading.py, so that one
     pytest-xdist worker grades the class once), because grading a class is the slow part.
@@ -65,7 +69,7 @@ def graded_class(tmp_path_factory):
     from autograder.examples import report
 
     course = tmp_path_factory.mktemp("class")
-    results, outcomes = report.grade_class_with_hostile(course)
+    results, outcomes = report.grade_class_with_hostile(course, sample=True)
     return course, results, outcomes
 
 

@@ -21,10 +21,10 @@ import numpy as np
 
 from attention_lab.core import worked
 from attention_lab.core.calls import call_learner
-from attention_lab.core.self_check import CALL_SECONDS, call as _quiet, fail as _fail, ok as _ok
+from attention_lab.core.self_check import CALL_SECONDS, call as _quiet, fail as _fail, learner_name, ok as _ok
 from attention_lab.core.worked import SelfCheckFailed
 
-__all__ = ["SelfCheckFailed", "expect_shapes", "check_softmax", "check_attention_scores", "check_scaling",
+__all__ = ["SelfCheckFailed", "expect_shapes", "check_worked_cases", "check_softmax", "check_attention_scores", "check_scaling",
            "check_causal_mask", "check_scaled_dot_product_attention", "check_causal_self_attention",
            "check_attention_entropy", "check_entropy_worked_cases", "check_rows_are_weighted_averages",
            "check_causality", "check_scaling_prevents_saturation"]
@@ -38,13 +38,33 @@ def _worked(function_name: str, function: Callable, select: Callable[[dict], boo
     worked.check_worked_cases(ASSIGNMENT, function_name, function, seconds=CALL_SECONDS, select=select)
 
 
-# every function learners write in the course (tests/test_notebooks.py keeps this in step with the grader)
-COURSE_FUNCTIONS = ("softmax", "attention_scores", "causal_mask", "scaled_dot_product_attention",
-                    "causal_self_attention", "attention_entropy", "split_heads", "merge_heads",
-                    "multi_head_attention", "sinusoidal_positional_encoding", "dot_product_by_offset",
-                    "offset_rotation", "self_attention", "add_positions", "permutation_gap", "padding_mask",
-                    "causal_padding_mask", "masked_softmax", "masked_attention", "attend_with_cache",
-                    "decode_incrementally", "attention_cost_per_token")
+# every function learners write in the course: from the worked cases, which the specs generate
+COURSE_FUNCTIONS = worked.course_functions()
+
+
+def check_worked_cases(function: Callable) -> None:
+    """Self-check any function of this assignment on its stored worked cases alone.
+
+    The first self-check of a new step (README, "Adding a step"): the worked cases come from the step's
+    spec, so the check needs no code of its own; a step's own ``check_<name>`` adds properties later.
+
+    Parameters
+    ----------
+    function : callable
+        The learner's function; its ``__name__`` says which worked cases apply.
+
+    Raises
+    ------
+    SelfCheckFailed
+        With the first worked case the function gets wrong, or when the assignment has no worked case
+        for a function of that name.
+    """
+    __tracebackhide__ = True
+    name = learner_name(function)
+    if not worked.worked_cases(ASSIGNMENT, name):
+        raise SelfCheckFailed(f"no worked cases of {name} in this assignment: the maintainers add them to its spec "
+                              "and run `python -m autograder worked-cases`")
+    _worked(name, function)
 
 
 def expect_shapes(function: Callable, shapes: list[tuple[int, ...]], *args, **kwargs) -> None:

@@ -40,30 +40,77 @@ def students_of(assignment: Assignment) -> dict[str, Variant | None]:
             **assignment.example_students}
 
 
+def end_to_end_sample(assignment: Assignment) -> list[str]:
+    """The fixed sample of example students the test suite grades end to end with nbgrader.
+
+    The two every assignment has (:data:`CORRECT_STUDENT`, :data:`UNTOUCHED`), then, in the order the
+    spec lists its example students, the first of each kind the end-to-end run must show: a correct
+    answer written differently (breaks nothing), a known mistake of the bank (named in the feedback),
+    and a wrong answer the bank has no name for (the stand-in passes grade the later steps with the
+    reference's values). Every other example student is graded in-process only, where the test suite
+    asserts that the model gives each the losses its spec promises; ``make demo`` and ``make report``
+    still grade them all with nbgrader. The rule, not a list, keeps the sample fixed when an assignment
+    is added (issue 11: the 10-minute budget at nine assignments).
+
+    Returns
+    -------
+    list of str
+        Student ids, a subset of :func:`students_of` in its order.
+    """
+    mistakes = list(assignment.mistakes.values())
+    kinds = {"different": lambda v: not v.breaks, "named": lambda v: v in mistakes,
+             "unnamed": lambda v: bool(v.breaks) and v not in mistakes}
+    chosen = {CORRECT_STUDENT, UNTOUCHED}
+    for is_kind in kinds.values():
+        chosen.update(next(([s] for s, v in assignment.example_students.items() if is_kind(v) and s not in chosen), []))
+    return [student for student in students_of(assignment) if student in chosen]
+
+
 def expected_losses(assignment: Assignment, student: str) -> set[str]:
     """The steps where ``student`` must lose points: all for the untouched release, else the variant's ``breaks``."""
     variant = students_of(assignment)[student]
     return {step.grade_id for step in assignment.steps} if variant is None else set(variant.breaks)
 
 
-def build_submissions(course_dir: Path, assignment: Assignment, repo: Path = REPO) -> list[str]:
-    """Create ``course_dir/submitted/<student>/<assignment>/<notebook>`` for every example student.
+def build_submissions(course_dir: Path, assignment: Assignment, repo: Path = REPO,
+                      students: list[str] | None = None) -> list[str]:
+    """Create ``course_dir/submitted/<student>/<assignment>/<notebook>`` for the example students.
 
     The correct answers come from the source notebook's solution cells, so
     the example class follows edits to ``source/``.
+
+    Parameters
+    ----------
+    students : list of str, optional
+        Which of :func:`students_of` to build (default: all), e.g. :func:`end_to_end_sample`.
+
+    Returns
+    -------
+    list of str
+        The student ids built, in :func:`students_of` order.
     """
     release_nb = read(repo / "release" / assignment.name / assignment.notebook)
     solutions = solution_cells(read(repo / "source" / assignment.name / assignment.notebook))
+    built = []
     for student, variant in students_of(assignment).items():
+        if students is not None and student not in students:
+            continue
         nb = release_nb if variant is None else fill_release(release_nb, {**solutions, **variant.cells})
         target = course_dir / "submitted" / student / assignment.name
         target.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(target / assignment.notebook))
-    return list(students_of(assignment))
+        built.append(student)
+    return built
 
 
-def prepare_course(course_dir: Path, names: list[str] | None = None, repo: Path = REPO) -> dict[str, list[str]]:
+def prepare_course(course_dir: Path, names: list[str] | None = None, repo: Path = REPO,
+                   sample: bool = False) -> dict[str, list[str]]:
     """A fresh course directory with the repository's config and source, and the example submissions.
+
+    Parameters
+    ----------
+    sample : bool
+        Only each assignment's :func:`end_to_end_sample` (the test suite's run), not every student.
 
     Returns
     -------
@@ -72,7 +119,9 @@ def prepare_course(course_dir: Path, names: list[str] | None = None, repo: Path 
     """
     grading.copy_course(repo, course_dir)
     chosen = names or list(assignments.all_assignments())
-    return {name: build_submissions(course_dir, assignments.get(name), repo) for name in chosen}
+    return {name: build_submissions(course_dir, assignments.get(name), repo,
+                                    end_to_end_sample(assignments.get(name)) if sample else None)
+            for name in chosen}
 
 
 ClassResults = dict[str, tuple[list[str], list[grading.StudentResult]]]
