@@ -101,8 +101,12 @@ def test_self_study_notebooks_execute(name):
 @pytest.mark.slow  # starts a kernel
 @pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
 def test_source_notebook_executes_cleanly_with_its_visual_on_the_learners_functions(name):
+    """Each source notebook's one execution per run: no cell raises, so every autograder cell passes — what
+    `nbgrader validate` on the source says (tests/test_release.py relies on this) — and the visual is drawn."""
     nb, errors = execute(REPO / "source" / name / ASSIGNMENTS[name].notebook)
     assert not errors, errors
+    tests = [c for c in nb.cells if nbgrader_meta(c).get("grade") and c.cell_type == "code"]
+    assert tests and all(c.execution_count is not None for c in tests)
     assert len(widget_views(nb)) >= 1
     assert not any(o.get("name") == "stderr" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
@@ -188,6 +192,11 @@ def test_run_all_on_the_untouched_release_runs_to_the_end_and_says_not_answered_
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     last = [c for c in nb.cells if c.cell_type == "code"][-1]
     assert last.execution_count is not None, "Run All reached the last cell"
+    # every autograder cell fails on the untouched release (what `nbgrader validate --invert` checks; this is the
+    # release's one execution per run)
+    tests = [c for c in nb.cells if nbgrader_meta(c).get("grade") and c.cell_type == "code"]
+    assert tests and all(any(o.output_type == "error" for o in c.outputs) for c in tests), [
+        nbgrader_meta(c)["grade_id"] for c in tests if not any(o.output_type == "error" for o in c.outputs)]
     plain = [error_lines(o) for c in nb.cells if c.cell_type == "code" for o in c.outputs
              if o.output_type == "error" and o.ename == "SelfCheckFailed"]
     assert plain and all(lines[0].startswith("✗ ") for lines in plain)

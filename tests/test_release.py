@@ -102,13 +102,10 @@ def test_saved_widget_state_is_dropped_by_generate_assignment(tmp_path):
     assert "SECRET-REFERENCE" not in text and "widget-state" not in text
 
 
-@pytest.mark.parametrize("source", SOURCE_NBS, ids=lambda p: p.parent.name)
-def test_release_fails_every_test_and_source_passes_every_test(source):
-    release = REPO / "release" / source.parent.name / source.name
-    invert = run_nbgrader(REPO, "validate", "--invert", str(release), check=False)
-    assert "Success! The notebook does not pass any tests." in invert.stdout, invert.stdout[-3000:]
-    passed = run_nbgrader(REPO, "validate", str(source), check=False)
-    assert "Success! Your notebook passes all the tests." in passed.stdout, passed.stdout[-3000:]
+# "The source passes every test, the release fails every test" (nbgrader validate, and --invert) is asserted
+# where each notebook is executed anyway, once per run (issue 11): tests/test_notebooks.py runs every source
+# notebook (no cell may raise: every autograder cell passes) and every untouched release (every autograder cell
+# fails). nbgrader's own `validate` is run below, on a notebook with failing self-checks.
 
 
 def test_validate_reports_every_failing_self_check_with_its_plain_message_first(tmp_path):
