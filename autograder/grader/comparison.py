@@ -29,9 +29,7 @@ inputs, expected values or reference code.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import io
 import re
 import textwrap
 import warnings
@@ -42,7 +40,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from attention_lab.core import values as wire
-from attention_lab.core.calls import FunctionTimedOut, time_limit
+from attention_lab.core.calls import FunctionTimedOut, call_learner
 from attention_lab.core.probe import call_digest
 from autograder.grader.answers import REPO, answer_namespace
 from attention_lab.core.compare import CheckFailed, describe, expect_array
@@ -98,17 +96,14 @@ def wrap(line: str, width: int = WIDTH) -> str:
 
 
 def _quiet_call(function, args, kwargs):
-    """Trusted code (reference, solution, known mistakes) called on copies, quietly; an exception is a :class:`Raised`."""
-    copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-            warnings.catch_warnings(), np.errstate(all="ignore"), time_limit(CALL_SECONDS * 3):
-        warnings.simplefilter("ignore")
-        try:
-            return function(*copies, **dict(kwargs))
-        except FunctionTimedOut:
-            raise
-        except Exception as error:  # noqa: BLE001 — the expected outcome may be an exception
-            return Raised(type(error).__name__, tuple(c.__name__ for c in type(error).__mro__), str(error))
+    """Trusted code (reference, solution, known mistakes) called as learners' code is (on copies, quietly, with a
+    time limit: :func:`attention_lab.core.calls.call_learner`); an exception is a :class:`Raised`."""
+    try:
+        return call_learner(function, *args, seconds=CALL_SECONDS * 3, copy_arrays=True, **dict(kwargs))
+    except FunctionTimedOut:
+        raise
+    except Exception as error:  # noqa: BLE001 — the expected outcome may be an exception
+        return Raised(type(error).__name__, tuple(c.__name__ for c in type(error).__mro__), str(error))
 
 
 def _is_number(value) -> bool:
