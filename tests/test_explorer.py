@@ -8,6 +8,7 @@ import pytest
 from PIL import Image
 
 from attention_lab.a01_attention import visual as ex
+from attention_lab.core import explorer as explorer_module
 from autograder.assignments.a01_attention import reference as ref
 from notebook_harness import namespace_with
 
@@ -178,7 +179,8 @@ def test_changes_arriving_before_a_pending_redraw_are_merged():
         start = explorer.redraws
         for T in range(11, 31):  # 20 rapid changes in one burst
             explorer.T_slider.value = T
-        await asyncio.sleep(0.05)
+        assert explorer.redraws == start  # nothing is drawn while the burst arrives
+        await explorer.drawn()  # the one pending redraw has run
         return explorer, explorer.redraws - start
 
     explorer, redraws = asyncio.run(scenario())
@@ -249,7 +251,7 @@ def test_complex_weights_and_hanging_functions_give_one_message(monkeypatch):
     explorer = ex.AttentionExplorer(complex_attention, ref.causal_mask, ref.attention_entropy, T=6, d_head=4,
                                     sync=True)
     assert "dtype complex128" in explorer.error
-    monkeypatch.setattr(ex, "CALL_SECONDS", 0.3)
+    monkeypatch.setattr(explorer_module, "CALL_SECONDS", 0.3)  # the visuals share its time limit
     hanging = learner("def causal_mask(T):\n    while True:\n        pass", "causal_mask")
     explorer = ex.AttentionExplorer(ref.scaled_dot_product_attention, hanging, ref.attention_entropy, T=6, d_head=4,
                                     sync=True)
