@@ -36,8 +36,8 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, control,
-                                         function_name, latest, unless_grading)
+from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
+                                         control, function_name, latest, unless_grading)
 from attention_lab.core.plots import COLORMAP
 
 T_MAX = 512
@@ -280,24 +280,22 @@ class AttentionExplorer(Explorer):
         Initial values (2 ≤ T ≤ 512; d_head one of :data:`D_HEAD_OPTIONS`).
     scale, causal : bool
     seed : int
+        Initial seed of the random Q, K and V.
     sync : bool
-        Redraw inside each change handler (tests) instead of merging changes
-        that arrive while a redraw is pending (interactive use).
+        True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
 
     Raises
     ------
     ValueError
-        If T or d_head is out of range.
+        If T is outside [2, 512], or d_head is not one of :data:`D_HEAD_OPTIONS`.
     """
 
     def __init__(self, attention_fn, mask_fn, entropy_fn, *, T=16, d_head=64, scale=True, causal=True, seed=0,
                  sync=False):
         import ipywidgets as widgets
 
-        if not 2 <= T <= T_MAX:
-            raise ValueError(f"T must be between 2 and {T_MAX}; received {T}")
-        if d_head not in D_HEAD_OPTIONS:
-            raise ValueError(f"d_head must be one of {D_HEAD_OPTIONS}; received {d_head}")
+        check_settings(T=(T, 2 <= T <= T_MAX, f"between 2 and {T_MAX}"),
+                       d_head=(d_head, d_head in D_HEAD_OPTIONS, f"one of {D_HEAD_OPTIONS}"))
         super().__init__(AttentionFigure(), sync=sync)
         self.functions = (attention_fn, mask_fn, entropy_fn)
         self.T_slider = control(widgets.IntSlider, "T", T, "sequence length: number of query and key positions",

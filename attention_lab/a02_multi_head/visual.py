@@ -44,7 +44,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual as _call,
-                                         control, function_name as _name, unless_grading)
+                                         check_settings, control, function_name as _name, unless_grading)
 from attention_lab.core.plots import COLORMAP
 
 D_MODEL = 64
@@ -75,6 +75,7 @@ class Settings:
 
     @property
     def d_head(self) -> int:
+        """Size of each head, d_model / n_heads."""
         return D_MODEL // self.n_heads
 
 
@@ -391,26 +392,25 @@ class MultiHeadExplorer(Explorer):
         Initially selected head, 0 ≤ head < n_heads.
     causal : bool
     seed : int
+        Initial seed of the tokens and the projections.
     sync : bool
-        Redraw inside each change handler (tests) instead of merging changes
-        that arrive while a redraw is pending (interactive use).
+        True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
 
     Raises
     ------
     ValueError
-        If an initial setting is out of range.
+        If T, n_heads or head is out of range; the message names the values allowed.
     """
 
     def __init__(self, attention_fn, entropy_fn, *, T=16, n_heads=4, head=0, causal=True, seed=0, sync=False):
         import ipywidgets as widgets
 
-        if not (isinstance(T, int) and 2 <= T <= T_MAX):
-            raise ValueError(f"T must be an integer between 2 and {T_MAX}; received {T!r}")
-        if n_heads not in N_HEADS_OPTIONS:
-            raise ValueError(f"n_heads must be one of {N_HEADS_OPTIONS} (divisors of d_model = {D_MODEL}); "
-                             f"received {n_heads!r}")
-        if not (isinstance(head, int) and 0 <= head < n_heads):
-            raise ValueError(f"head must be an integer between 0 and n_heads - 1 = {n_heads - 1}; received {head!r}")
+        check_settings(
+            T=(T, isinstance(T, int) and 2 <= T <= T_MAX, f"an integer between 2 and {T_MAX}"),
+            n_heads=(n_heads, n_heads in N_HEADS_OPTIONS,
+                     f"one of {N_HEADS_OPTIONS} (divisors of d_model = {D_MODEL})"))
+        check_settings(head=(head, isinstance(head, int) and 0 <= head < n_heads,
+                             f"an integer between 0 and n_heads - 1 = {n_heads - 1}"))
         super().__init__(MultiHeadFigure(), sync=sync)
         self.functions = (attention_fn, entropy_fn)
         self.T_slider = control(widgets.IntSlider, "T", T, "sequence length: number of query and key positions",

@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
 from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual as _call,
-                                         control, error_html, function_name as _name, unless_grading)
+                                         check_settings, control, error_html, function_name as _name, unless_grading)
+from attention_lab.core.plots import axes_or_new, checked_array, heatmap
 
 ENCODING_COLORMAP = "RdBu_r"  # diverging, colour-blind safe: −1 blue, 0 white, +1 red
 T_MAX = 512
@@ -276,12 +276,6 @@ def summary(view: View, s: Settings) -> str:
 
 
 # ---------------------------------------------------------------- static plots for the notebook
-def _axes(ax: Axes | None, size=(4.6, 3.4)) -> Axes:
-    if ax is not None:
-        return ax
-    return Figure(figsize=size, layout="constrained").add_subplot()
-
-
 def plot_encoding(pe, ax: Axes | None = None, title: str = "positional encodings") -> Axes:
     """Draw a (T, d_model) encoding table as a heatmap: rows are positions, columns dimensions, colours −1…1.
 
@@ -291,26 +285,20 @@ def plot_encoding(pe, ax: Axes | None = None, title: str = "positional encodings
     ax : matplotlib Axes, optional
         Where to draw; a new figure is made when omitted.
     title : str
+        Above the heatmap.
 
     Returns
     -------
     matplotlib.axes.Axes
+        With a colour bar labelled "value", on the diverging ``RdBu_r`` map.
 
     Raises
     ------
     ValueError
         If ``pe`` is not 2-D.
     """
-    pe = np.asarray(pe, dtype=float)
-    if pe.ndim != 2:
-        raise ValueError(f"pe must have shape (T, d_model); received shape {pe.shape}")
-    ax = _axes(ax)
-    image = ax.imshow(pe, cmap=ENCODING_COLORMAP, vmin=-1.0, vmax=1.0, interpolation="nearest", aspect="auto")
-    ax.set_xlabel("dimension (even: sin, odd: cos)")
-    ax.set_ylabel("position")
-    ax.set_title(title)
-    ax.figure.colorbar(image, ax=ax, label="value")
-    return ax
+    return heatmap(checked_array(pe, 2, "pe", "(T, d_model)"), ax, title=title, cmap=ENCODING_COLORMAP,
+                   limits=(-1.0, 1.0), labels=("dimension (even: sin, odd: cos)", "position", "value"), size=(4.6, 3.4))
 
 
 def plot_dot_products(curves: dict[str, np.ndarray], ax: Axes | None = None,
@@ -322,18 +310,21 @@ def plot_dot_products(curves: dict[str, np.ndarray], ax: Axes | None = None,
     curves : dict of str to array_like, shape (n,)
         Legend label → values at k = 0 … n−1.
     ax : matplotlib Axes, optional
+        Where to draw; a new figure is made when omitted.
     title : str
+        Above the curves.
 
     Returns
     -------
     matplotlib.axes.Axes
+        Offset across, dot product up, with a line at 0 and a legend.
 
     Raises
     ------
     ValueError
         If a curve is not 1-D.
     """
-    ax = _axes(ax)
+    ax = axes_or_new(ax, (4.6, 3.4))
     for (label, values), style in zip(curves.items(), ("-", "--", ":", "-.") * len(curves)):
         values = np.asarray(values, dtype=float)
         if values.ndim != 1:
@@ -373,7 +364,7 @@ def plot_pair_circle(pe, pair: int, t: int | None = None, moved=None, ax: Axes |
     pe = np.asarray(pe, dtype=float)
     if pe.ndim != 2 or not 0 <= 2 * pair + 1 < pe.shape[1]:
         raise ValueError(f"pe must have shape (T, d_model) with a column pair {pair}; received shape {pe.shape}")
-    ax = _axes(ax, size=(3.6, 3.6))
+    ax = axes_or_new(ax, (3.6, 3.6))
     angle = np.linspace(0, 2 * np.pi, 200)
     ax.plot(np.sin(angle), np.cos(angle), color="0.8", lw=1)
     points = ax.scatter(pe[:, 2 * pair], pe[:, 2 * pair + 1], c=np.arange(pe.shape[0]), cmap="viridis", s=12)
@@ -564,8 +555,7 @@ class PositionalExplorer(Explorer):
         Initial values: 2 ≤ T ≤ 512, d_model even in [2, 256], 0 ≤ t < T, |k| ≤ 128,
         0 ≤ pair < d_model / 2, 0 ≤ seed ≤ 99.
     sync : bool
-        Redraw inside each change handler (tests) instead of merging changes
-        that arrive while a redraw is pending (interactive use).
+        True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
 
     Raises
     ------
@@ -577,16 +567,13 @@ class PositionalExplorer(Explorer):
                  add_positions, *, T=64, d_model=32, t=8, k=5, pair=2, seed=0, sync=False):
         import ipywidgets as widgets
 
-        checks = {"T": (T, 2 <= T <= T_MAX, f"between 2 and {T_MAX}"),
-                  "d_model": (d_model, 2 <= d_model <= D_MODEL_MAX and d_model % 2 == 0,
-                              f"an even number between 2 and {D_MODEL_MAX}"),
-                  "t": (t, 0 <= t < T, f"a position in [0, {T - 1}]"),
-                  "k": (k, -OFFSET_MAX <= k <= OFFSET_MAX, f"between {-OFFSET_MAX} and {OFFSET_MAX}"),
-                  "pair": (pair, 0 <= pair < d_model // 2, f"in [0, {d_model // 2 - 1}] (d_model / 2 pairs)"),
-                  "seed": (seed, 0 <= seed <= 99, "between 0 and 99")}
-        for name, (value, ok, wanted) in checks.items():
-            if not ok:
-                raise ValueError(f"{name} must be {wanted}; received {value}")
+        check_settings(T=(T, 2 <= T <= T_MAX, f"between 2 and {T_MAX}"),
+                       d_model=(d_model, 2 <= d_model <= D_MODEL_MAX and d_model % 2 == 0,
+                                f"an even number between 2 and {D_MODEL_MAX}"),
+                       t=(t, 0 <= t < T, f"a position in [0, {T - 1}]"),
+                       k=(k, -OFFSET_MAX <= k <= OFFSET_MAX, f"between {-OFFSET_MAX} and {OFFSET_MAX}"),
+                       pair=(pair, 0 <= pair < d_model // 2, f"in [0, {d_model // 2 - 1}] (d_model / 2 pairs)"),
+                       seed=(seed, 0 <= seed <= 99, "between 0 and 99"))
         super().__init__(PositionalFigure(), sync=sync)
         self.functions = (sinusoidal_positional_encoding, dot_product_by_offset, offset_rotation, self_attention,
                           add_positions)

@@ -32,8 +32,8 @@ from matplotlib.colors import Normalize, to_rgba
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, control,
-                                         function_name as _name, unless_grading)
+from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
+                                         control, function_name as _name, unless_grading)
 from attention_lab.core.plots import COLORMAP
 
 B = 3  # sequences in the batch: enough for "full", "padded" and "empty" side by side
@@ -305,28 +305,25 @@ class MaskingExplorer(Explorer):
     dtype : {"float16", "float32", "float64"}
     logit_size : one of :data:`LOGIT_SIZES`
     seed : int
+        Initial seed of the random scores.
     sync : bool
-        Redraw inside each change handler (tests) instead of merging changes
-        that arrive while a redraw is pending (interactive use).
+        True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
 
     Raises
     ------
     ValueError
-        If an initial setting is out of range.
+        If T, a length, the dtype or the logit size is not one the controls offer.
     """
 
     def __init__(self, padding_fn, causal_padding_fn, softmax_fn, *, T=8, lengths=(8, 5, 0), causal=True,
                  dtype="float32", logit_size=3, seed=0, sync=False):
         import ipywidgets as widgets
 
-        if not 2 <= T <= T_MAX:
-            raise ValueError(f"T must be between 2 and {T_MAX}; received {T}")
-        if len(lengths) != B or any(not 0 <= n <= T for n in lengths):
-            raise ValueError(f"lengths must be {B} integers between 0 and T = {T}; received {lengths}")
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {DTYPES}; received {dtype!r}")
-        if logit_size not in LOGIT_SIZES:
-            raise ValueError(f"logit_size must be one of {LOGIT_SIZES}; received {logit_size}")
+        check_settings(T=(T, 2 <= T <= T_MAX, f"between 2 and {T_MAX}"),
+                       lengths=(lengths, len(lengths) == B and all(0 <= n <= T for n in lengths),
+                                f"{B} integers between 0 and T = {T}"),
+                       dtype=(dtype, dtype in DTYPES, f"one of {DTYPES}"),
+                       logit_size=(logit_size, logit_size in LOGIT_SIZES, f"one of {LOGIT_SIZES}"))
         super().__init__(MaskingFigure(), sync=sync)
         self.functions = (padding_fn, causal_padding_fn, softmax_fn)
         self.T_slider = control(widgets.IntSlider, "T", T, "padded length: number of query and key positions",

@@ -30,8 +30,8 @@ from typing import Callable
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, control,
-                                         latest, unless_grading)
+from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
+                                         control, latest, unless_grading)
 
 T_OPTIONS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 D_MODEL_OPTIONS = (64, 128, 256, 512, 768, 1024, 2048, 4096)
@@ -200,9 +200,7 @@ class CacheCostExplorer(Explorer):
     log_scale : bool
         Logarithmic x- and y-axes.
     sync : bool
-        Redraw inside each change handler (tests) instead of merging changes
-        that arrive while a redraw is pending (interactive use: dragging a
-        slider across many values redraws once for the last one).
+        True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
 
     Raises
     ------
@@ -214,10 +212,9 @@ class CacheCostExplorer(Explorer):
                  log_scale: bool = True, sync: bool = False):
         import ipywidgets as widgets
 
-        for name, value, options in (("T", T, T_OPTIONS), ("d_model", d_model, D_MODEL_OPTIONS),
-                                     ("d_head", d_head, D_HEAD_OPTIONS)):
-            if value not in options:
-                raise ValueError(f"{name} must be one of {options}; received {value!r}")
+        offered = {"T": (T, T_OPTIONS), "d_model": (d_model, D_MODEL_OPTIONS), "d_head": (d_head, D_HEAD_OPTIONS)}
+        check_settings(**{name: (value, value in options, f"one of {options}")
+                          for name, (value, options) in offered.items()})
         super().__init__(CostFigure(), sync=sync)
         self.cost_fn = cost_fn
         choice = widgets.SelectionSlider

@@ -149,6 +149,25 @@ def control(kind, description: str, value, tooltip: str | None = None, **options
     return kind(value=value, description=description, style=STYLE, **options)
 
 
+def check_settings(**checks: tuple[object, bool, str]) -> None:
+    """Check an explorer's initial settings, in the order given.
+
+    Parameters
+    ----------
+    **checks : (value, ok, wanted)
+        Per setting: its value, whether it is allowed, and what is allowed, in
+        words ("between 2 and 512", "one of (1, 2, 4)").
+
+    Raises
+    ------
+    ValueError
+        For the first setting that is not allowed: ``"<name> must be <wanted>; received <value>"``.
+    """
+    for name, (value, ok, wanted) in checks.items():
+        if not ok:
+            raise ValueError(f"{name} must be {wanted}; received {value!r}")
+
+
 def unless_grading(what: str, make: Callable, *args, **kwargs):
     """``make(*args, **kwargs)``, except under nbgrader, where a one-line note is printed and None returned.
 
