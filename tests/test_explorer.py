@@ -189,6 +189,34 @@ def test_changes_arriving_before_a_pending_redraw_are_merged():
     check_matches_reference(explorer)
 
 
+def test_waiting_for_the_redraw_returns_once_the_latest_change_is_drawn():
+    import asyncio
+
+    async def scenario():
+        explorer = ex.AttentionExplorer(*FUNCTIONS, T=10, d_head=16)
+        await explorer.drawn()  # nothing pending: returns at once
+        shapes = []
+        for T in (11, 12):
+            explorer.T_slider.value = T
+            await explorer.drawn()
+            shapes.append(explorer.view.weights.shape)
+        return shapes
+
+    assert asyncio.run(scenario()) == [(11, 11), (12, 12)]
+
+
+def test_every_visual_is_built_on_the_one_explorer_base():
+    from attention_lab.a02_multi_head.visual import MultiHeadExplorer
+    from attention_lab.a03_positional.visual import PositionalExplorer
+    from attention_lab.a04_masking.visual import MaskingExplorer
+    from attention_lab.a05_kv_cache.visual import CacheCostExplorer
+
+    for explorer_class in (ex.AttentionExplorer, MultiHeadExplorer, PositionalExplorer, MaskingExplorer,
+                           CacheCostExplorer):
+        assert issubclass(explorer_class, explorer_module.Explorer)
+        assert "redraw" not in vars(explorer_class) and "_on_change" not in vars(explorer_class)
+
+
 def test_controls_have_labels_and_tooltips(explorer):
     for control in (explorer.T_slider, explorer.d_slider, explorer.scale_box, explorer.causal_box,
                     explorer.seed_slider, explorer.resample):
