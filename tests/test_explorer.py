@@ -8,6 +8,7 @@ import pytest
 from PIL import Image
 
 from attention_lab.a01_attention import visual as ex
+from attention_lab.core import explorer as explorer_module
 from autograder.assignments.a01_attention import reference as ref
 from notebook_harness import namespace_with
 
@@ -178,13 +179,42 @@ def test_changes_arriving_before_a_pending_redraw_are_merged():
         start = explorer.redraws
         for T in range(11, 31):  # 20 rapid changes in one burst
             explorer.T_slider.value = T
-        await asyncio.sleep(0.05)
+        assert explorer.redraws == start  # nothing is drawn while the burst arrives
+        await explorer.drawn()  # the one pending redraw has run
         return explorer, explorer.redraws - start
 
     explorer, redraws = asyncio.run(scenario())
     assert redraws == 1
     assert explorer.view.weights.shape == (30, 30)
     check_matches_reference(explorer)
+
+
+def test_waiting_for_the_redraw_returns_once_the_latest_change_is_drawn():
+    import asyncio
+
+    async def scenario():
+        explorer = ex.AttentionExplorer(*FUNCTIONS, T=10, d_head=16)
+        await explorer.drawn()  # nothing pending: returns at once
+        shapes = []
+        for T in (11, 12):
+            explorer.T_slider.value = T
+            await explorer.drawn()
+            shapes.append(explorer.view.weights.shape)
+        return shapes
+
+    assert asyncio.run(scenario()) == [(11, 11), (12, 12)]
+
+
+def test_every_visual_is_built_on_the_one_explorer_base():
+    from attention_lab.a02_multi_head.visual import MultiHeadExplorer
+    from attention_lab.a03_positional.visual import PositionalExplorer
+    from attention_lab.a04_masking.visual import MaskingExplorer
+    from attention_lab.a05_kv_cache.visual import CacheCostExplorer
+
+    for explorer_class in (ex.AttentionExplorer, MultiHeadExplorer, PositionalExplorer, MaskingExplorer,
+                           CacheCostExplorer):
+        assert issubclass(explorer_class, explorer_module.Explorer)
+        assert "redraw" not in vars(explorer_class) and "_on_change" not in vars(explorer_class)
 
 
 def test_controls_have_labels_and_tooltips(explorer):
@@ -249,7 +279,7 @@ def test_complex_weights_and_hanging_functions_give_one_message(monkeypatch):
     explorer = ex.AttentionExplorer(complex_attention, ref.causal_mask, ref.attention_entropy, T=6, d_head=4,
                                     sync=True)
     assert "dtype complex128" in explorer.error
-    monkeypatch.setattr(ex, "CALL_SECONDS", 0.3)
+    monkeypatch.setattr(explorer_module, "CALL_SECONDS", 0.3)  # the visuals share its time limit
     hanging = learner("def causal_mask(T):\n    while True:\n        pass", "causal_mask")
     explorer = ex.AttentionExplorer(ref.scaled_dot_product_attention, hanging, ref.attention_entropy, T=6, d_head=4,
                                     sync=True)

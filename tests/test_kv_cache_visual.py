@@ -8,6 +8,7 @@ import pytest
 from PIL import Image
 
 from attention_lab.a05_kv_cache import visual as kc
+from attention_lab.core import explorer as explorer_module
 from autograder.assignments.a05_kv_cache.reference import attention_cost_per_token as reference_cost
 
 
@@ -143,7 +144,7 @@ def test_bad_results_are_one_clear_message(body, message):
 
 
 def test_a_hanging_cost_model_is_stopped(monkeypatch):
-    monkeypatch.setattr(kc, "CALL_SECONDS", 0.3)
+    monkeypatch.setattr(explorer_module, "CALL_SECONDS", 0.3)  # the visuals share its time limit
     namespace = learner_namespace("def attention_cost_per_token(t, d_model, d_head, cached):\n"
                                   "    while True:\n        pass")
     plot = kc.CacheCostExplorer(namespace["attention_cost_per_token"], T=16, d_model=64, d_head=8, sync=True)
@@ -183,7 +184,8 @@ def test_changes_arriving_before_a_pending_redraw_are_merged():
         for T in kc.T_OPTIONS[1:7]:  # a burst of changes, as when a slider is dragged
             plot.T_slider.value = T
         plot.d_head_slider.value = 32
-        await asyncio.sleep(0.05)
+        assert plot.redraws == start  # nothing is drawn while the burst arrives
+        await plot.drawn()  # the one pending redraw has run
         return plot, plot.redraws - start
 
     plot, redraws = asyncio.run(scenario())

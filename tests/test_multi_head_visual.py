@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from attention_lab.a01_attention import visual as explorer_module
+from attention_lab.core import explorer as explorer_module
 from attention_lab.a02_multi_head import visual as mh
 from autograder.assignments.a01_attention import reference as ref
 from autograder.assignments.a02_multi_head.reference import multi_head_attention
@@ -291,7 +291,8 @@ def test_changes_arriving_before_a_pending_redraw_are_merged():
         for T in range(11, 31):  # 20 rapid changes in one burst
             explorer.T_slider.value = T
         explorer.heads_slider.value = 8
-        await asyncio.sleep(0.05)
+        assert explorer.redraws == start  # nothing is drawn while the burst arrives
+        await explorer.drawn()  # the one pending redraw has run
         return explorer, explorer.redraws - start
 
     explorer, redraws = asyncio.run(scenario())

@@ -8,7 +8,7 @@ import pytest
 from matplotlib import colormaps
 from PIL import Image
 
-from attention_lab.a01_attention import visual as explorer_module
+from attention_lab.core import explorer as explorer_module
 from attention_lab.a03_positional import visual as px
 from autograder.assignments.a03_positional import reference as ref
 from autograder.grader.answers import namespace_with

@@ -28,38 +28,29 @@ into that redraw instead of queueing stale ones.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
-from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.calls import call_learner
+from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
+                                         control, function_name, latest, unless_grading)
 from attention_lab.core.plots import COLORMAP
-from attention_lab.core.redraw import CoalescedRedraw, image_widget, png_bytes
 
 T_MAX = 512
 D_HEAD_OPTIONS = (1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512)  # ≈ 2^(k/2)
 CURVE_D_HEADS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # where the entropy-vs-d_head curves are computed
 CURVE_QUERIES = 64  # rows used for the entropy-vs-d_head curves (evenly spaced over the sequence)
 FIGURE_SIZE = (12.0, 3.6)  # inches at DPI dots per inch
-DPI = 100
 # Axes rectangles in figure fractions (left, bottom, width, height). Fixed, so that tests can locate
 # the heatmap's pixels in the rendered image.
 HEATMAP_RECT = (0.06, 0.15, 0.225, 0.72)
 COLORBAR_RECT = (0.295, 0.15, 0.01, 0.72)
 ENTROPY_RECT = (0.43, 0.15, 0.235, 0.72)
 CURVE_RECT = (0.75, 0.15, 0.235, 0.72)
-
-
-class ExplorerError(ValueError):
-    """The attention function given to the explorer failed or returned the wrong thing."""
 
 
 @dataclass(frozen=True)
@@ -91,14 +82,6 @@ class View:
     summary: str
 
 
-def latest(function: Callable) -> Callable:
-    """The current definition of a notebook function: re-running its cell rebinds the name."""
-    namespace = getattr(function, "__globals__", None)
-    name = getattr(function, "__name__", None)
-    current = namespace.get(name) if namespace is not None and name else None
-    return current if callable(current) else function
-
-
 def draw_inputs(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Q, K, V of shape (T_MAX, max d_head), entries ~ N(0, 1), from a local generator seeded with ``seed``.
 
@@ -106,33 +89,6 @@ def draw_inputs(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
     rng = np.random.default_rng(seed)
     return tuple(rng.standard_normal((T_MAX, D_HEAD_OPTIONS[-1])) for _ in range(3))
-
-
-CALL_SECONDS = 10.0  # per call of a learner's function: an infinite loop becomes a message, not a frozen kernel
-
-
-def function_name(function) -> str:
-    """The name a message uses for a learner's function."""
-    return getattr(function, "__name__", "the function")
-
-
-def call_for_visual(function, *args, **kwargs):
-    """Call the current definition of a learner's function on copies of its array arguments.
-
-    Used by every visual of the course. Copies, because a function that
-    modifies its input in place would otherwise change a visual's cached
-    inputs or the data on screen.
-
-    Raises
-    ------
-    ExplorerError
-        Whatever the function raised (or a time-out after :data:`CALL_SECONDS`), as one message.
-    """
-    try:
-        return call_learner(latest(function), *args, seconds=CALL_SECONDS, copy_arrays=True, **kwargs)
-    except Exception as error:
-        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-        raise ExplorerError(f"{function_name(function)} raised {text}") from None
 
 
 def _attend(attention_fn, Q, K, V, mask, scale) -> np.ndarray:
@@ -227,16 +183,15 @@ def entropy_curves(attention_fn, mask_fn, entropy_fn, T: int, causal: bool, inpu
     return {name: np.array(values) for name, values in curves.items()}
 
 
-class AttentionFigure:
-    """One persistent Agg figure with the three panels, redrawn by blitting.
+class AttentionFigure(ExplorerFigure):
+    """The three panels, redrawn by blitting.
 
     Static parts are drawn by :meth:`layout` (once per T); :meth:`render`
     restores them and draws only the animated artists, then encodes PNG bytes.
     """
 
     def __init__(self):
-        self.figure = Figure(figsize=FIGURE_SIZE, dpi=DPI, facecolor="white")
-        self.canvas = FigureCanvasAgg(self.figure)
+        super().__init__(FIGURE_SIZE)
         cmap = colormaps[COLORMAP]
         self.heat_ax = self.figure.add_axes(HEATMAP_RECT)
         self.image = self.heat_ax.imshow(np.zeros((2, 2)), cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest",
@@ -272,8 +227,6 @@ class AttentionFigure:
         self.curve_ax.set_title("scaling vs saturation", fontsize=10)
         self.curve_legend = self.curve_ax.legend(loc="upper center", ncol=3, fontsize="small", columnspacing=1.0,
                                                  handlelength=1.6)
-        self.background = None
-        self.layout_T = None
         for axis in (self.heat_ax.xaxis, self.heat_ax.yaxis, self.entropy_ax.xaxis):
             axis.set_major_locator(MaxNLocator(integer=True, nbins="auto"))
         self.animated = [self.image, self.ceiling_line, self.entropy_line,
@@ -288,13 +241,11 @@ class AttentionFigure:
         self.entropy_ax.set_xlim(0, max(T - 1, 1))
         self.entropy_ax.set_ylim(0, top)
         self.curve_ax.set_ylim(0, top)
-        self.canvas.draw()  # animated artists are skipped here
-        self.background = self.canvas.copy_from_bbox(self.figure.bbox)
-        self.layout_T = T
+        self.cache_background(T)
 
     def render(self, settings: Settings, view: View | None, curves: dict[str, np.ndarray] | None) -> bytes:
         """Draw one view onto the cached background and return the figure as PNG bytes."""
-        if self.layout_T != settings.T:
+        if self.layout_key != settings.T:
             self.layout(settings.T)
         positions = np.arange(settings.T)
         if view is None:  # an error: blank panels, the message is shown as text
@@ -311,13 +262,10 @@ class AttentionFigure:
             else:
                 line.set_data([], [])
         self.marker.set_data([settings.d_head, settings.d_head], [0.0, math.log(settings.T)])
-        self.canvas.restore_region(self.background)
-        for artist in self.animated:
-            self.figure.draw_artist(artist)
-        return png_bytes(self.canvas)
+        return self.blit(self.animated)
 
 
-class AttentionExplorer(CoalescedRedraw):
+class AttentionExplorer(Explorer):
     """The widget: controls, the figure as an ``ipywidgets.Image`` and a summary line.
 
     Parameters
@@ -332,59 +280,46 @@ class AttentionExplorer(CoalescedRedraw):
         Initial values (2 ≤ T ≤ 512; d_head one of :data:`D_HEAD_OPTIONS`).
     scale, causal : bool
     seed : int
+        Initial seed of the random Q, K and V.
     sync : bool
-        Redraw inside each change handler (tests) instead of merging changes
-        that arrive while a redraw is pending (interactive use).
+        True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
+
+    Raises
+    ------
+    ValueError
+        If T is outside [2, 512], or d_head is not one of :data:`D_HEAD_OPTIONS`.
     """
 
     def __init__(self, attention_fn, mask_fn, entropy_fn, *, T=16, d_head=64, scale=True, causal=True, seed=0,
                  sync=False):
         import ipywidgets as widgets
 
-        if not 2 <= T <= T_MAX:
-            raise ValueError(f"T must be between 2 and {T_MAX}; received {T}")
-        if d_head not in D_HEAD_OPTIONS:
-            raise ValueError(f"d_head must be one of {D_HEAD_OPTIONS}; received {d_head}")
+        check_settings(T=(T, 2 <= T <= T_MAX, f"between 2 and {T_MAX}"),
+                       d_head=(d_head, d_head in D_HEAD_OPTIONS, f"one of {D_HEAD_OPTIONS}"))
+        super().__init__(AttentionFigure(), sync=sync)
         self.functions = (attention_fn, mask_fn, entropy_fn)
-        self.sync = sync
-        style = {"description_width": "initial"}
-        self.T_slider = widgets.IntSlider(value=T, min=2, max=T_MAX, description="T", style=style,
-                                          tooltip="sequence length: number of query and key positions")
-        self.d_slider = widgets.SelectionSlider(options=D_HEAD_OPTIONS, value=d_head, description="d_head",
-                                                style=style, tooltip="size of each query/key vector (log-spaced)")
-        self.scale_box = widgets.Checkbox(value=scale, description="scale by √d_head", style=style,
-                                          tooltip="divide the scores Q Kᵀ by √d_head before the softmax")
-        self.causal_box = widgets.Checkbox(value=causal, description="causal mask", style=style,
-                                           tooltip="let query i attend only to keys j ≤ i")
-        self.seed_slider = widgets.IntSlider(value=seed, min=0, max=99, description="seed", style=style,
-                                             tooltip="random seed for the queries, keys and values")
-        self.resample = widgets.Button(description="resample", tooltip="draw new random Q, K, V (next seed)")
-        self.resample.on_click(lambda _: setattr(self.seed_slider, "value", (self.seed_slider.value + 1) % 100))
-        self.image = image_widget(FIGURE_SIZE[0] * DPI)
-        self.summary = widgets.HTML()
-        controls = [self.T_slider, self.d_slider, self.scale_box, self.causal_box, self.seed_slider]
-        self.widget = widgets.VBox([widgets.HBox(controls[:2] + [self.scale_box]),
-                                    widgets.HBox([self.causal_box, self.seed_slider, self.resample]),
-                                    self.image, self.summary])
-        self.figure = AttentionFigure()
-        self._inputs_seed, self._inputs = None, None
+        self.T_slider = control(widgets.IntSlider, "T", T, "sequence length: number of query and key positions",
+                                min=2, max=T_MAX)
+        self.d_slider = control(widgets.SelectionSlider, "d_head", d_head,
+                                "size of each query/key vector (log-spaced)", options=D_HEAD_OPTIONS)
+        self.scale_box = control(widgets.Checkbox, "scale by √d_head", scale,
+                                 "divide the scores Q Kᵀ by √d_head before the softmax")
+        self.causal_box = control(widgets.Checkbox, "causal mask", causal, "let query i attend only to keys j ≤ i")
+        self.seed_slider, self.resample = self.seed_controls(
+            seed, "random seed for the queries, keys and values", "resample", "draw new random Q, K, V (next seed)")
         self._curve_key, self._curves = None, None
-        self.view: View | None = None
-        self.error: str | None = None
-        self.redraws = 0
-        for control in controls:
-            control.observe(self._on_change, names="value")
-        self.redraw()
+        self.start([[self.T_slider, self.d_slider, self.scale_box],
+                    [self.causal_box, self.seed_slider, self.resample]])
 
     @property
     def settings(self) -> Settings:
+        """The controls' current values."""
         return Settings(self.T_slider.value, self.d_slider.value, self.scale_box.value, self.causal_box.value,
                         self.seed_slider.value)
 
-    def _current_inputs(self, seed: int):
-        if self._inputs_seed != seed:
-            self._inputs_seed, self._inputs = seed, draw_inputs(seed)
-        return self._inputs
+    def draw_inputs(self, seed: int):
+        """Q, K, V for ``seed`` (:func:`draw_inputs`)."""
+        return draw_inputs(seed)
 
     def curves(self, settings: Settings):
         """Entropy-vs-d_head curves for the current T, mask, seed and function definitions (cached)."""
@@ -396,33 +331,23 @@ class AttentionExplorer(CoalescedRedraw):
             self._curve_key = key
         return self._curves
 
-    def redraw(self) -> None:
-        """Recompute for the current controls and update the image and summary in place."""
-        settings = self.settings
-        try:
-            self.view = compute_view(*self.functions, settings, self._current_inputs(settings.seed))
-            curves = self.curves(settings)
-            self.error = None
-            self.summary.value = self.view.summary
-        except ExplorerError as error:
-            self.view, curves, self.error = None, None, str(error)
-            self.summary.value = f"<span style='color:#B00020'>⚠ {error}</span>"
-        self.image.value = self.figure.render(settings, self.view, curves)
-        self.redraws += 1
+    def compute(self, settings: Settings) -> View:
+        """The view for ``settings``, and the entropy-vs-d_head curves (kept for :meth:`render`)."""
+        view = compute_view(*self.functions, settings, self._current_inputs(settings.seed))
+        self.curves(settings)
+        return view
+
+    def render(self, settings: Settings) -> bytes:
+        """The three panels for ``settings`` as PNG bytes; blank panels after a failure."""
+        return self.figure.render(settings, self.view, self._curves if self.view is not None else None)
 
 
 def explore_attention(attention_fn, mask_fn, entropy_fn, **settings):
-    """Show the attention explorer for the given functions (see :class:`AttentionExplorer`).
-
-    Under nbgrader (``NBGRADER_EXECUTION`` set: autograde, validate) nothing is
-    shown and None is returned, so explorer cells never slow grading down or
-    add widget output to submissions.
+    """Show the attention explorer for the given functions (see :class:`AttentionExplorer`); nothing under nbgrader.
 
     Returns
     -------
     AttentionExplorer or None
+        None while nbgrader runs the notebook (:func:`~attention_lab.core.explorer.unless_grading`).
     """
-    if os.environ.get("NBGRADER_EXECUTION"):
-        print("(the attention explorer is not shown while grading)")
-        return None
-    return AttentionExplorer(attention_fn, mask_fn, entropy_fn, **settings)
+    return unless_grading("the attention explorer", AttentionExplorer, attention_fn, mask_fn, entropy_fn, **settings)

@@ -33,23 +33,19 @@ changed artists drawn on top; one PNG encode per redraw.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
-from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.a01_attention.visual import ExplorerError, call_for_visual as _call, function_name as _name
-from attention_lab.core.calls import call_learner
+from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual as _call,
+                                         check_settings, control, function_name as _name, unless_grading)
 from attention_lab.core.plots import COLORMAP
-from attention_lab.core.redraw import CoalescedRedraw, image_widget, png_bytes
 
 D_MODEL = 64
 N_HEADS_OPTIONS = (1, 2, 4, 8, 16)  # the divisors of D_MODEL that leave d_head ≥ 4
@@ -58,7 +54,6 @@ T_MAX = 64
 #: 1.5 spreads each head's scaled scores enough that heads focus visibly differently.
 PROJECTION_GAIN = 1.5
 FIGURE_SIZE = (12.0, 4.0)  # inches at DPI dots per inch
-DPI = 100
 # Axes rectangles in figure fractions (left, bottom, width, height); fixed so tests can find the panels' pixels.
 MOSAIC_RECT = (0.035, 0.12, 0.25, 0.74)
 HEAD_RECT = (0.37, 0.12, 0.21, 0.74)
@@ -80,6 +75,7 @@ class Settings:
 
     @property
     def d_head(self) -> int:
+        """Size of each head, d_model / n_heads."""
         return D_MODEL // self.n_heads
 
 
@@ -198,9 +194,6 @@ def ceiling(T: int, causal: bool) -> float:
     return float(np.mean(np.log(np.arange(1, T + 1)))) if causal else math.log(T)
 
 
-
-
-
 def _weights(attention_fn, settings: Settings, inputs) -> np.ndarray:
     x, W_q, W_k, W_v, W_o = inputs
     T, n_heads = settings.T, settings.n_heads
@@ -275,16 +268,15 @@ def compute_view(attention_fn, entropy_fn, settings: Settings, inputs) -> View:
     return View(weights, entropy, top, mosaic(weights), " · ".join(parts))
 
 
-class MultiHeadFigure:
-    """One persistent Agg figure with the mosaic, the selected head and the entropy bars, redrawn by blitting.
+class MultiHeadFigure(ExplorerFigure):
+    """The mosaic, the selected head and the entropy bars, redrawn by blitting.
 
     :meth:`layout` draws the static parts once per (T, n_heads); :meth:`render`
     restores them and draws only the animated artists, then encodes PNG bytes.
     """
 
     def __init__(self):
-        self.figure = Figure(figsize=FIGURE_SIZE, dpi=DPI, facecolor="white")
-        self.canvas = FigureCanvasAgg(self.figure)
+        super().__init__(FIGURE_SIZE)
         cmap = colormaps[COLORMAP].with_extremes(bad="white")  # the gaps between tiles are NaN
         self.mosaic_ax = self.figure.add_axes(MOSAIC_RECT)
         self.mosaic_image = self.mosaic_ax.imshow(np.zeros((2, 2)), cmap=cmap, vmin=0.0, vmax=1.0,
@@ -318,8 +310,6 @@ class MultiHeadFigure:
         (self.ceiling_line,) = self.entropy_ax.plot([], [], "--", color="0.35", animated=True,
                                                     label="uniform ceiling")
         self.bars: list[Rectangle] = []
-        self.background = None
-        self.layout_key: tuple[int, int] | None = None
 
     def layout(self, T: int, n_heads: int) -> None:
         """Set the (T, n_heads)-dependent parts, draw the static figure and cache it as the background."""
@@ -349,12 +339,11 @@ class MultiHeadFigure:
                                             Rectangle((0, 0), 1, 1, color=HIGHLIGHT)],
                                    labels=["uniform ceiling", "head", "selected"], loc="upper center",
                                    ncol=3, fontsize="small", columnspacing=0.8, handlelength=1.5)
-        self.canvas.draw()  # animated artists are skipped here
-        self.background = self.canvas.copy_from_bbox(self.figure.bbox)
-        self.layout_key = (T, n_heads)
+        self.cache_background((T, n_heads))
 
     @property
     def animated(self) -> list:
+        """The artists drawn at each redraw (the bars change with n_heads)."""
         return [self.mosaic_image, self.frame, self.head_image, self.head_title, self.ceiling_line, *self.bars]
 
     def render(self, settings: Settings, view: View | None) -> bytes:
@@ -383,13 +372,10 @@ class MultiHeadFigure:
             for index, (bar, value) in enumerate(zip(self.bars, view.entropy)):
                 bar.set_height(float(value))
                 bar.set_color(HIGHLIGHT if index == settings.head else BAR)
-        self.canvas.restore_region(self.background)
-        for artist in self.animated:
-            self.figure.draw_artist(artist)
-        return png_bytes(self.canvas)
+        return self.blit(self.animated)
 
 
-class MultiHeadExplorer(CoalescedRedraw):
+class MultiHeadExplorer(Explorer):
     """The widget: controls, the figure as an ``ipywidgets.Image`` and a summary line.
 
     Parameters
@@ -406,100 +392,72 @@ class MultiHeadExplorer(CoalescedRedraw):
         Initially selected head, 0 ≤ head < n_heads.
     causal : bool
     seed : int
+        Initial seed of the tokens and the projections.
     sync : bool
-        Redraw inside each change handler (tests) instead of merging changes
-        that arrive while a redraw is pending (interactive use).
+        True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
 
     Raises
     ------
     ValueError
-        If an initial setting is out of range.
+        If T, n_heads or head is out of range; the message names the values allowed.
     """
 
     def __init__(self, attention_fn, entropy_fn, *, T=16, n_heads=4, head=0, causal=True, seed=0, sync=False):
         import ipywidgets as widgets
 
-        if not (isinstance(T, int) and 2 <= T <= T_MAX):
-            raise ValueError(f"T must be an integer between 2 and {T_MAX}; received {T!r}")
-        if n_heads not in N_HEADS_OPTIONS:
-            raise ValueError(f"n_heads must be one of {N_HEADS_OPTIONS} (divisors of d_model = {D_MODEL}); "
-                             f"received {n_heads!r}")
-        if not (isinstance(head, int) and 0 <= head < n_heads):
-            raise ValueError(f"head must be an integer between 0 and n_heads - 1 = {n_heads - 1}; received {head!r}")
+        check_settings(
+            T=(T, isinstance(T, int) and 2 <= T <= T_MAX, f"an integer between 2 and {T_MAX}"),
+            n_heads=(n_heads, n_heads in N_HEADS_OPTIONS,
+                     f"one of {N_HEADS_OPTIONS} (divisors of d_model = {D_MODEL})"))
+        check_settings(head=(head, isinstance(head, int) and 0 <= head < n_heads,
+                             f"an integer between 0 and n_heads - 1 = {n_heads - 1}"))
+        super().__init__(MultiHeadFigure(), sync=sync)
         self.functions = (attention_fn, entropy_fn)
-        self.sync = sync
-        style = {"description_width": "initial"}
-        self.T_slider = widgets.IntSlider(value=T, min=2, max=T_MAX, description="T", style=style,
-                                          tooltip="sequence length: number of query and key positions")
-        self.heads_slider = widgets.SelectionSlider(
-            options=N_HEADS_OPTIONS, value=n_heads, description="n_heads", style=style,
-            tooltip=f"number of heads; d_model = {D_MODEL} is fixed, so d_head = {D_MODEL} / n_heads")
-        self.head_slider = widgets.IntSlider(value=head, min=0, max=n_heads - 1, description="head", style=style,
-                                             tooltip="the head shown large and framed in the mosaic")
-        self.causal_box = widgets.Checkbox(value=causal, description="causal mask", style=style,
-                                           tooltip="let query i attend only to keys j ≤ i, in every head")
-        self.seed_slider = widgets.IntSlider(value=seed, min=0, max=99, description="seed", style=style,
-                                             tooltip="random seed for the tokens x and the projections W")
-        self.resample = widgets.Button(description="resample", tooltip="draw new random x and W (next seed)")
-        self.resample.on_click(lambda _: setattr(self.seed_slider, "value", (self.seed_slider.value + 1) % 100))
-        self.image = image_widget(FIGURE_SIZE[0] * DPI)
-        self.summary = widgets.HTML()
-        self.widget = widgets.VBox([widgets.HBox([self.T_slider, self.heads_slider, self.head_slider]),
-                                    widgets.HBox([self.causal_box, self.seed_slider, self.resample]),
-                                    self.image, self.summary])
-        self.figure = MultiHeadFigure()
-        self._inputs_seed, self._inputs = None, None
-        self.view: View | None = None
-        self.error: str | None = None
-        self.redraws = 0
-        self.heads_slider.observe(self._on_heads, names="value")
-        for control in (self.T_slider, self.head_slider, self.causal_box, self.seed_slider):
-            control.observe(self._on_change, names="value")
-        self.redraw()
+        self.T_slider = control(widgets.IntSlider, "T", T, "sequence length: number of query and key positions",
+                                min=2, max=T_MAX)
+        self.heads_slider = control(
+            widgets.SelectionSlider, "n_heads", n_heads,
+            f"number of heads; d_model = {D_MODEL} is fixed, so d_head = {D_MODEL} / n_heads", options=N_HEADS_OPTIONS)
+        self.head_slider = control(widgets.IntSlider, "head", head, "the head shown large and framed in the mosaic",
+                                   min=0, max=n_heads - 1)
+        self.causal_box = control(widgets.Checkbox, "causal mask", causal,
+                                  "let query i attend only to keys j ≤ i, in every head")
+        self.seed_slider, self.resample = self.seed_controls(
+            seed, "random seed for the tokens x and the projections W", "resample",
+            "draw new random x and W (next seed)")
+        self.start([[self.T_slider, self.heads_slider, self.head_slider],
+                    [self.causal_box, self.seed_slider, self.resample]],
+                   follow=[(self.heads_slider, self._keep_head_in_range)])
 
     @property
     def settings(self) -> Settings:
+        """The controls' current values."""
         return Settings(self.T_slider.value, self.heads_slider.value, self.head_slider.value, self.causal_box.value,
                         self.seed_slider.value)
 
-    def _on_heads(self, change) -> None:
-        # Keep the selected head in range; the head slider's own change must not trigger a second redraw.
-        with self._adjusting_controls():
-            self.head_slider.value = min(self.head_slider.value, change["new"] - 1)
-            self.head_slider.max = change["new"] - 1
-        self._on_change(change)
+    def _keep_head_in_range(self, n_heads: int) -> None:
+        self.head_slider.value = min(self.head_slider.value, n_heads - 1)
+        self.head_slider.max = n_heads - 1
 
-    def _current_inputs(self, seed: int):
-        if self._inputs_seed != seed:
-            self._inputs_seed, self._inputs = seed, draw_inputs(seed)
-        return self._inputs
+    def draw_inputs(self, seed: int):
+        """Tokens and projections for ``seed`` (:func:`draw_inputs`)."""
+        return draw_inputs(seed)
 
-    def redraw(self) -> None:
-        """Recompute for the current controls and update the image and summary in place."""
-        settings = self.settings
-        try:
-            self.view = compute_view(*self.functions, settings, self._current_inputs(settings.seed))
-            self.error = None
-            self.summary.value = self.view.summary
-        except ExplorerError as error:
-            self.view, self.error = None, str(error)
-            self.summary.value = f"<span style='color:#B00020'>⚠ {error}</span>"
-        self.image.value = self.figure.render(settings, self.view)
-        self.redraws += 1
+    def compute(self, settings: Settings) -> View:
+        """The view for ``settings`` (:func:`compute_view`)."""
+        return compute_view(*self.functions, settings, self._current_inputs(settings.seed))
+
+    def render(self, settings: Settings) -> bytes:
+        """The figure for ``settings`` as PNG bytes; blank panels after a failure."""
+        return self.figure.render(settings, self.view)
 
 
 def explore_multi_head(attention_fn: Callable, entropy_fn: Callable, **settings):
-    """Show the multi-head explorer for the given functions (see :class:`MultiHeadExplorer`).
-
-    Under nbgrader (``NBGRADER_EXECUTION`` set: autograde, validate) nothing is
-    shown and None is returned, so the cell never slows grading down or adds
-    widget output to submissions.
+    """Show the multi-head explorer (see :class:`MultiHeadExplorer`), or under nbgrader only a note.
 
     Returns
     -------
     MultiHeadExplorer or None
+        None while nbgrader runs the notebook (:func:`~attention_lab.core.explorer.unless_grading`).
     """
-    if os.environ.get("NBGRADER_EXECUTION"):
-        print("(the multi-head explorer is not shown while grading)")
-        return None
-    return MultiHeadExplorer(attention_fn, entropy_fn, **settings)
+    return unless_grading("the multi-head explorer", MultiHeadExplorer, attention_fn, entropy_fn, **settings)

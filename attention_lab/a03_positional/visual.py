@@ -35,16 +35,14 @@ from __future__ import annotations
 
 import html
 import math
-import os
 from dataclasses import dataclass, field
+
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
-from attention_lab.a01_attention.visual import ExplorerError, call_for_visual as _call, function_name as _name
-from attention_lab.core.calls import call_learner
-from attention_lab.core.redraw import CoalescedRedraw, image_widget, png_bytes
+from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual as _call,
+                                         check_settings, control, error_html, function_name as _name, unless_grading)
+from attention_lab.core.plots import axes_or_new, checked_array, heatmap
 
 ENCODING_COLORMAP = "RdBu_r"  # diverging, colour-blind safe: −1 blue, 0 white, +1 red
 T_MAX = 512
@@ -52,18 +50,9 @@ D_MODEL_MAX = 256
 OFFSET_MAX = 128
 D_HEAD = 8  # size of the attention head in the permutation panel
 FIGURE_SIZE = (13.0, 3.7)  # inches at DPI dots per inch
-DPI = 100
-# Axes rectangles in figure fractions (left, bottom, width, height); fixed so that tests can find the panels.
-HEATMAP_RECT = (0.045, 0.15, 0.17, 0.72)
-COLORBAR_RECT = (0.222, 0.15, 0.008, 0.72)
-DOT_RECT = (0.325, 0.15, 0.19, 0.72)
-CIRCLE_RECT = (0.565, 0.15, 0.165, 0.72)
-GAP_RECT = (0.8, 0.15, 0.19, 0.72)
-
-
-
-
-
+# Where the panels are, in figure fractions: (left, bottom, width, height) each; tests find the panels there.
+HEATMAP_RECT, COLORBAR_RECT = (0.045, 0.15, 0.17, 0.72), (0.222, 0.15, 0.008, 0.72)
+DOT_RECT, CIRCLE_RECT, GAP_RECT = (0.325, 0.15, 0.19, 0.72), (0.565, 0.15, 0.165, 0.72), (0.8, 0.15, 0.19, 0.72)
 
 
 def _real_array(function, value, shape: tuple[int, ...], what: str) -> np.ndarray:
@@ -287,12 +276,6 @@ def summary(view: View, s: Settings) -> str:
 
 
 # ---------------------------------------------------------------- static plots for the notebook
-def _axes(ax: Axes | None, size=(4.6, 3.4)) -> Axes:
-    if ax is not None:
-        return ax
-    return Figure(figsize=size, layout="constrained").add_subplot()
-
-
 def plot_encoding(pe, ax: Axes | None = None, title: str = "positional encodings") -> Axes:
     """Draw a (T, d_model) encoding table as a heatmap: rows are positions, columns dimensions, colours −1…1.
 
@@ -302,26 +285,20 @@ def plot_encoding(pe, ax: Axes | None = None, title: str = "positional encodings
     ax : matplotlib Axes, optional
         Where to draw; a new figure is made when omitted.
     title : str
+        Above the heatmap.
 
     Returns
     -------
     matplotlib.axes.Axes
+        With a colour bar labelled "value", on the diverging ``RdBu_r`` map.
 
     Raises
     ------
     ValueError
         If ``pe`` is not 2-D.
     """
-    pe = np.asarray(pe, dtype=float)
-    if pe.ndim != 2:
-        raise ValueError(f"pe must have shape (T, d_model); received shape {pe.shape}")
-    ax = _axes(ax)
-    image = ax.imshow(pe, cmap=ENCODING_COLORMAP, vmin=-1.0, vmax=1.0, interpolation="nearest", aspect="auto")
-    ax.set_xlabel("dimension (even: sin, odd: cos)")
-    ax.set_ylabel("position")
-    ax.set_title(title)
-    ax.figure.colorbar(image, ax=ax, label="value")
-    return ax
+    return heatmap(checked_array(pe, 2, "pe", "(T, d_model)"), ax, title=title, cmap=ENCODING_COLORMAP,
+                   limits=(-1.0, 1.0), labels=("dimension (even: sin, odd: cos)", "position", "value"), size=(4.6, 3.4))
 
 
 def plot_dot_products(curves: dict[str, np.ndarray], ax: Axes | None = None,
@@ -333,18 +310,21 @@ def plot_dot_products(curves: dict[str, np.ndarray], ax: Axes | None = None,
     curves : dict of str to array_like, shape (n,)
         Legend label → values at k = 0 … n−1.
     ax : matplotlib Axes, optional
+        Where to draw; a new figure is made when omitted.
     title : str
+        Above the curves.
 
     Returns
     -------
     matplotlib.axes.Axes
+        Offset across, dot product up, with a line at 0 and a legend.
 
     Raises
     ------
     ValueError
         If a curve is not 1-D.
     """
-    ax = _axes(ax)
+    ax = axes_or_new(ax, (4.6, 3.4))
     for (label, values), style in zip(curves.items(), ("-", "--", ":", "-.") * len(curves)):
         values = np.asarray(values, dtype=float)
         if values.ndim != 1:
@@ -384,7 +364,7 @@ def plot_pair_circle(pe, pair: int, t: int | None = None, moved=None, ax: Axes |
     pe = np.asarray(pe, dtype=float)
     if pe.ndim != 2 or not 0 <= 2 * pair + 1 < pe.shape[1]:
         raise ValueError(f"pe must have shape (T, d_model) with a column pair {pair}; received shape {pe.shape}")
-    ax = _axes(ax, size=(3.6, 3.6))
+    ax = axes_or_new(ax, (3.6, 3.6))
     angle = np.linspace(0, 2 * np.pi, 200)
     ax.plot(np.sin(angle), np.cos(angle), color="0.8", lw=1)
     points = ax.scatter(pe[:, 2 * pair], pe[:, 2 * pair + 1], c=np.arange(pe.shape[0]), cmap="viridis", s=12)
@@ -411,8 +391,8 @@ GAP_FLOOR = 1e-17  # a gap of exactly 0 is drawn here, at the bottom of the log 
 GAP_LIMITS = (GAP_FLOOR / 3, 1e2)
 
 
-class PositionalFigure:
-    """One persistent Agg figure with the four panels, redrawn by blitting.
+class PositionalFigure(ExplorerFigure):
+    """The four panels, redrawn by blitting.
 
     Static parts (axes, ticks, labels, legends, colour bar) are drawn by
     :meth:`layout` once per (T, d_model) and cached; :meth:`update`
@@ -420,8 +400,7 @@ class PositionalFigure:
     """
 
     def __init__(self):
-        self.figure = Figure(figsize=FIGURE_SIZE, dpi=DPI, facecolor="white")
-        self.canvas = FigureCanvasAgg(self.figure)
+        super().__init__(FIGURE_SIZE)
         self.heat_ax = self.figure.add_axes(HEATMAP_RECT)
         self.image = self.heat_ax.imshow(np.zeros((2, 2)), cmap=ENCODING_COLORMAP, vmin=-1.0, vmax=1.0,
                                          interpolation="nearest", aspect="auto", animated=True)
@@ -480,8 +459,6 @@ class PositionalFigure:
         self.animated = [self.image, *self.row_lines, self.dot_line, self.zero_line, self.learned_line, self.points,
                          self.arc, self.start_marker, self.moved_marker, self.target_marker, self.circle_title,
                          self.gap_plain_line, self.gap_positions_line]
-        self.background = None
-        self.layout_key = None
 
     def layout(self, T: int, d_model: int) -> None:
         """Set the limits that depend on T and d_model, draw the static parts and cache them.
@@ -497,9 +474,7 @@ class PositionalFigure:
         self.dot_ax.set_xlim(0, max(T - 1, 1))
         self.dot_ax.set_ylim(-1.05 * limit, 1.6 * limit)  # the band above the curves holds the legend
         self.gap_ax.set_xlim(-0.5, T - 0.5)
-        self.canvas.draw()  # animated artists are skipped here
-        self.background = self.canvas.copy_from_bbox(self.figure.bbox)
-        self.layout_key = (T, d_model)
+        self.cache_background((T, d_model))
 
     def update(self, s: Settings, view: View) -> bytes:
         """Draw ``view`` onto the cached background and return the figure as PNG bytes.
@@ -521,10 +496,7 @@ class PositionalFigure:
         self._dots(view)
         self._circle(s, view)
         self._gaps(s, view)
-        self.canvas.restore_region(self.background)
-        for artist in self.animated:
-            self.figure.draw_artist(artist)
-        return png_bytes(self.canvas)
+        return self.blit(self.animated)
 
     def _heatmap(self, s: Settings, view: View) -> None:
         data = view.pe if view.pe is not None else np.full((s.T, s.d_model), np.nan)
@@ -564,7 +536,7 @@ class PositionalFigure:
             line.set_data(([], []) if values is None else (np.arange(s.T), np.maximum(values, GAP_FLOOR)))
 
 
-class PositionalExplorer(CoalescedRedraw):
+class PositionalExplorer(Explorer):
     """The widget: controls, the figure as an ``ipywidgets.Image`` and a summary line.
 
     Parameters
@@ -583,8 +555,7 @@ class PositionalExplorer(CoalescedRedraw):
         Initial values: 2 ≤ T ≤ 512, d_model even in [2, 256], 0 ≤ t < T, |k| ≤ 128,
         0 ≤ pair < d_model / 2, 0 ≤ seed ≤ 99.
     sync : bool
-        Redraw inside each change handler (tests) instead of merging changes
-        that arrive while a redraw is pending (interactive use).
+        True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
 
     Raises
     ------
@@ -596,88 +567,62 @@ class PositionalExplorer(CoalescedRedraw):
                  add_positions, *, T=64, d_model=32, t=8, k=5, pair=2, seed=0, sync=False):
         import ipywidgets as widgets
 
-        checks = {"T": (T, 2 <= T <= T_MAX, f"between 2 and {T_MAX}"),
-                  "d_model": (d_model, 2 <= d_model <= D_MODEL_MAX and d_model % 2 == 0,
-                              f"an even number between 2 and {D_MODEL_MAX}"),
-                  "t": (t, 0 <= t < T, f"a position in [0, {T - 1}]"),
-                  "k": (k, -OFFSET_MAX <= k <= OFFSET_MAX, f"between {-OFFSET_MAX} and {OFFSET_MAX}"),
-                  "pair": (pair, 0 <= pair < d_model // 2, f"in [0, {d_model // 2 - 1}] (d_model / 2 pairs)"),
-                  "seed": (seed, 0 <= seed <= 99, "between 0 and 99")}
-        for name, (value, ok, wanted) in checks.items():
-            if not ok:
-                raise ValueError(f"{name} must be {wanted}; received {value}")
+        check_settings(T=(T, 2 <= T <= T_MAX, f"between 2 and {T_MAX}"),
+                       d_model=(d_model, 2 <= d_model <= D_MODEL_MAX and d_model % 2 == 0,
+                                f"an even number between 2 and {D_MODEL_MAX}"),
+                       t=(t, 0 <= t < T, f"a position in [0, {T - 1}]"),
+                       k=(k, -OFFSET_MAX <= k <= OFFSET_MAX, f"between {-OFFSET_MAX} and {OFFSET_MAX}"),
+                       pair=(pair, 0 <= pair < d_model // 2, f"in [0, {d_model // 2 - 1}] (d_model / 2 pairs)"),
+                       seed=(seed, 0 <= seed <= 99, "between 0 and 99"))
+        super().__init__(PositionalFigure(), sync=sync)
         self.functions = (sinusoidal_positional_encoding, dot_product_by_offset, offset_rotation, self_attention,
                           add_positions)
-        self.sync = sync
-        style = {"description_width": "initial"}
-        self.T_slider = widgets.IntSlider(value=T, min=2, max=T_MAX, description="T", style=style,
-                                          tooltip="number of positions (rows of the encoding table)")
-        self.d_slider = widgets.IntSlider(value=d_model, min=2, max=D_MODEL_MAX, step=2, description="d_model",
-                                          style=style, tooltip="size of each encoding (even: sin/cos pairs)")
-        self.t_slider = widgets.IntSlider(value=t, min=0, max=T - 1, description="position t", style=style,
-                                          tooltip="the position whose dot products and rotation are shown")
-        self.k_slider = widgets.IntSlider(value=k, min=-OFFSET_MAX, max=OFFSET_MAX, description="offset k",
-                                          style=style, tooltip="move PE(t) by k positions with R_k")
-        self.pair_slider = widgets.IntSlider(value=pair, min=0, max=d_model // 2 - 1, description="pair i",
-                                             style=style, tooltip="the frequency pair (columns 2i, 2i + 1) on the "
-                                                                  "circle; higher pairs turn slower")
-        self.seed_slider = widgets.IntSlider(value=seed, min=0, max=99, description="seed", style=style,
-                                             tooltip="random tokens, projections and shuffle for the gap panel")
-        self.shuffle = widgets.Button(description="shuffle", tooltip="new random tokens and permutation (next seed)")
-        self.shuffle.on_click(lambda _: setattr(self.seed_slider, "value", (self.seed_slider.value + 1) % 100))
-        self.image = image_widget(FIGURE_SIZE[0] * DPI)
-        self.summary = widgets.HTML()
-        self.widget = widgets.VBox([
-            widgets.HBox([self.T_slider, self.d_slider, self.t_slider]),
-            widgets.HBox([self.k_slider, self.pair_slider, self.seed_slider, self.shuffle]),
-            self.image, self.summary])
-        self.figure = PositionalFigure()
-        self.view: View | None = None
-        self.redraws = 0
-        self.T_slider.observe(self._on_size_change, names="value")
-        self.d_slider.observe(self._on_size_change, names="value")
-        for control in (self.t_slider, self.k_slider, self.pair_slider, self.seed_slider):
-            control.observe(self._on_change, names="value")
-        self.redraw()
+        slider = widgets.IntSlider
+        self.T_slider = control(slider, "T", T, "number of positions (rows of the encoding table)", min=2, max=T_MAX)
+        self.d_slider = control(slider, "d_model", d_model, "size of each encoding (even: sin/cos pairs)",
+                                min=2, max=D_MODEL_MAX, step=2)
+        self.t_slider = control(slider, "position t", t, "the position whose dot products and rotation are shown",
+                                min=0, max=T - 1)
+        self.k_slider = control(slider, "offset k", k, "move PE(t) by k positions with R_k",
+                                min=-OFFSET_MAX, max=OFFSET_MAX)
+        self.pair_slider = control(slider, "pair i", pair, "the frequency pair (columns 2i, 2i + 1) on the circle; "
+                                   "higher pairs turn slower", min=0, max=d_model // 2 - 1)
+        self.seed_slider, self.shuffle = self.seed_controls(
+            seed, "random tokens, projections and shuffle for the gap panel", "shuffle",
+            "new random tokens and permutation (next seed)")
+        # t and pair must stay inside the new table when its size changes
+        self.start([[self.T_slider, self.d_slider, self.t_slider],
+                    [self.k_slider, self.pair_slider, self.seed_slider, self.shuffle]],
+                   follow=[(self.T_slider, lambda T: setattr(self.t_slider, "max", T - 1)),
+                           (self.d_slider, lambda d: setattr(self.pair_slider, "max", d // 2 - 1))])
 
     @property
     def settings(self) -> Settings:
+        """The controls' current values."""
         return Settings(self.T_slider.value, self.d_slider.value, self.t_slider.value, self.k_slider.value,
                         self.pair_slider.value, self.seed_slider.value)
 
-    def _on_size_change(self, change) -> None:
-        # t and pair must stay inside the new table; clamping them fires their own observers, which are muted here
-        # so that one size change makes one redraw.
-        with self._adjusting_controls():
-            self.t_slider.max = self.T_slider.value - 1
-            self.pair_slider.max = self.d_slider.value // 2 - 1
-        self._on_change(change)
+    def compute(self, settings: Settings) -> View:
+        """Every panel's data for ``settings`` (:func:`compute_view`); a failing panel only holds a message."""
+        return compute_view(self.functions, settings)
 
-    def redraw(self) -> None:
-        """Recompute for the current controls and update the image and summary in place."""
-        settings = self.settings
-        self.view = compute_view(self.functions, settings)
-        self.image.value = self.figure.update(settings, self.view)
-        lines = [html.escape(self.view.summary)]
-        lines += [f"<span style='color:#B00020'>⚠ {html.escape(error)}</span>" for error in self.view.errors]
-        self.summary.value = "<br>".join(lines)
-        self.redraws += 1
+    def summary_html(self, view: View) -> str:
+        """The summary line, then one red line per panel that could not be computed."""
+        return "<br>".join([html.escape(view.summary)] + [error_html(html.escape(error)) for error in view.errors])
+
+    def render(self, settings: Settings) -> bytes:
+        """The four panels for ``settings`` as PNG bytes."""
+        return self.figure.update(settings, self.view)
 
 
 def explore_positional_encoding(sinusoidal_positional_encoding, dot_product_by_offset, offset_rotation,
                                 self_attention, add_positions, **settings):
-    """Show the positional-encoding explorer for the given functions (see :class:`PositionalExplorer`).
-
-    Under nbgrader (``NBGRADER_EXECUTION`` set: autograde, validate) nothing is
-    shown and None is returned, so the explorer never slows grading down or adds
-    widget output to submissions.
+    """Show the positional-encoding explorer for these functions (see :class:`PositionalExplorer`).
 
     Returns
     -------
     PositionalExplorer or None
+        None while nbgrader runs the notebook (:func:`~attention_lab.core.explorer.unless_grading`).
     """
-    if os.environ.get("NBGRADER_EXECUTION"):
-        print("(the positional-encoding explorer is not shown while grading)")
-        return None
-    return PositionalExplorer(sinusoidal_positional_encoding, dot_product_by_offset, offset_rotation, self_attention,
-                              add_positions, **settings)
+    return unless_grading("the positional-encoding explorer", PositionalExplorer, sinusoidal_positional_encoding,
+                          dot_product_by_offset, offset_rotation, self_attention, add_positions, **settings)

@@ -23,25 +23,18 @@ picked up. One Agg figure is kept and redrawn in place, and shown as an
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize, to_rgba
-from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.a01_attention.visual import latest
-from attention_lab.core.calls import time_limit
+from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
+                                         control, function_name as _name, unless_grading)
 from attention_lab.core.plots import COLORMAP
-from attention_lab.core.redraw import CoalescedRedraw, image_widget, png_bytes
 
 B = 3  # sequences in the batch: enough for "full", "padded" and "empty" side by side
 T_MAX = 24
@@ -51,18 +44,11 @@ BLOCKED = to_rgba("0.86")  # blocked key with weight 0: the mask did its job
 LEAK = to_rgba("#CC79A7")  # blocked key that still gets weight (Okabe–Ito reddish purple)
 NOT_FINITE = to_rgba("#D55E00")  # NaN or infinite weight (Okabe–Ito vermillion)
 CURRENT_DTYPE = "#56B4E9"  # the bar of the chosen dtype (Okabe–Ito sky blue)
-FIGURE_SIZE = (12.0, 3.4)  # inches at DPI dots per inch
-DPI = 100
+FIGURE_SIZE = (12.0, 3.4)  # inches, at core.explorer.DPI dots per inch
 # Axes rectangles in figure fractions (left, bottom, width, height); fixed so that tests can find cells in pixels.
 HEATMAP_RECTS = tuple((0.045 + 0.19 * b, 0.15, 0.165, 0.66) for b in range(B))
 COLORBAR_RECT = (0.625, 0.15, 0.008, 0.66)
 OVERFLOW_RECT = (0.745, 0.15, 0.235, 0.66)
-CALL_SECONDS = 10.0  # per call of a learner's function: an infinite loop becomes a message, not a frozen kernel
-
-
-class MaskingError(ValueError):
-    """A function given to the explorer failed or returned the wrong thing."""
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -116,28 +102,9 @@ def draw_scores(seed: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((B, T_MAX, T_MAX))
 
 
-def _name(function) -> str:
-    return getattr(function, "__name__", "the function")
-
-
 def _call(function, *args):
-    """``(result, warnings)`` of the current definition of a learner's function, on copies of its arrays.
-
-    Output is discarded and warnings are recorded (NumPy's default error
-    handling: overflow, 0/0 and log 0 warn, underflow does not).
-    """
-    args = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
-    sink = io.StringIO()
-    try:
-        with warnings.catch_warnings(record=True) as caught, \
-                np.errstate(over="warn", divide="warn", invalid="warn", under="ignore"), \
-                contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), time_limit(CALL_SECONDS):
-            warnings.simplefilter("always")
-            result = latest(function)(*args)
-    except Exception as error:  # noqa: BLE001 — whatever learners' code raises becomes one message
-        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-        raise MaskingError(f"{_name(function)} raised {text}") from None
-    return result, [f"{w.category.__name__}: {w.message}" for w in caught]
+    """``(result, warnings)`` of a learner's function on copies of its arrays (:func:`call_for_visual`)."""
+    return call_for_visual(function, *args, record_warnings=True)
 
 
 def _mask(padding_fn, causal_padding_fn, lengths: np.ndarray, T: int, causal: bool) -> np.ndarray:
@@ -146,7 +113,7 @@ def _mask(padding_fn, causal_padding_fn, lengths: np.ndarray, T: int, causal: bo
     mask, _ = _call(function, lengths, T)
     if not isinstance(mask, np.ndarray) or mask.shape != expected or mask.dtype != np.bool_:
         got = f"a {mask.dtype} array of shape {mask.shape}" if isinstance(mask, np.ndarray) else type(mask).__name__
-        raise MaskingError(f"{_name(function)}(lengths, T={T}) should return a bool array of shape {expected}; "
+        raise ExplorerError(f"{_name(function)}(lengths, T={T}) should return a bool array of shape {expected}; "
                            f"it returned {got}")
     return np.broadcast_to(mask, (B, T, T))
 
@@ -207,7 +174,7 @@ def compute_view(padding_fn, causal_padding_fn, softmax_fn, settings: Settings, 
 
     Raises
     ------
-    MaskingError
+    ExplorerError
         If a function raises, or returns something other than the documented
         shapes and dtypes. NaN weights are not an error: they are drawn red.
     """
@@ -219,9 +186,9 @@ def compute_view(padding_fn, causal_padding_fn, softmax_fn, settings: Settings, 
     weights, warned = _call(softmax_fn, scores, mask)
     if not isinstance(weights, np.ndarray) or weights.shape != (B, T, T):
         got = f"shape {weights.shape}" if isinstance(weights, np.ndarray) else type(weights).__name__
-        raise MaskingError(f"{_name(softmax_fn)}(scores, mask) returned {got}; expected the scores' shape {(B, T, T)}")
+        raise ExplorerError(f"{_name(softmax_fn)}(scores, mask) returned {got}; expected the scores' shape {(B, T, T)}")
     if weights.dtype.kind not in "fiub":
-        raise MaskingError(f"{_name(softmax_fn)} returned weights of dtype {weights.dtype}; expected real numbers")
+        raise ExplorerError(f"{_name(softmax_fn)} returned weights of dtype {weights.dtype}; expected real numbers")
     return View(scores, np.array(mask), weights, warned, describe(scores, mask, weights, warned, settings))
 
 
@@ -236,8 +203,8 @@ def colours(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return rgba
 
 
-class MaskingFigure:
-    """One persistent Agg figure: a heatmap per sequence, a colour bar and the overflow-threshold panel.
+class MaskingFigure(ExplorerFigure):
+    """A heatmap per sequence, a colour bar and the overflow-threshold panel.
 
     Static parts (axes, ticks, labels, legends) are drawn by :meth:`layout`
     once per T and cached; :meth:`render` restores them and draws only the
@@ -245,8 +212,7 @@ class MaskingFigure:
     """
 
     def __init__(self):
-        self.figure = Figure(figsize=FIGURE_SIZE, dpi=DPI, facecolor="white")
-        self.canvas = FigureCanvasAgg(self.figure)
+        super().__init__(FIGURE_SIZE)
         self.heat_axes, self.images = [], []
         for b, rect in enumerate(HEATMAP_RECTS):
             ax = self.figure.add_axes(rect)
@@ -287,8 +253,6 @@ class MaskingFigure:
             bar.set_animated(True)
         self.animated = [*self.images, *(ax.title for ax in self.heat_axes), *self.bars, self.logit_line,
                          self.message]
-        self.background = None
-        self.layout_T = None
 
     def layout(self, T: int) -> None:
         """Set the T-dependent limits, draw the static parts and cache them as the background."""
@@ -296,14 +260,12 @@ class MaskingFigure:
             image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
             ax.set_xlim(-0.5, T - 0.5)
             ax.set_ylim(T - 0.5, -0.5)
-        self.canvas.draw()  # animated artists are skipped here
-        self.background = self.canvas.copy_from_bbox(self.figure.bbox)
-        self.layout_T = T
+        self.cache_background(T)
 
     def render(self, settings: Settings, view: View | None, error: str | None) -> bytes:
         """Draw ``view`` (or blank panels and ``error``) onto the cached background; return PNG bytes."""
         T = settings.T
-        if self.layout_T != T:
+        if self.layout_key != T:
             self.layout(T)
         for b, (ax, image) in enumerate(zip(self.heat_axes, self.images)):
             image.set_data(np.ones((T, T, 4)) if view is None else colours(view.weights[b], view.mask[b]))
@@ -313,10 +275,7 @@ class MaskingFigure:
         for name, bar in zip(DTYPES, self.bars):
             bar.set_color(CURRENT_DTYPE if name == settings.dtype else "0.75")
         self.message.set_text("" if error is None else f"⚠ {error}")
-        self.canvas.restore_region(self.background)
-        for artist in self.animated:
-            self.figure.draw_artist(artist)
-        return png_bytes(self.canvas)
+        return self.blit(self.animated)
 
 
 def fill_table(dtype: str) -> str:
@@ -327,7 +286,7 @@ def fill_table(dtype: str) -> str:
             f"<tr><td>largest x with finite e^x</td><td><code>{overflow_threshold(dtype):.6g}</code></td></tr></table>")
 
 
-class MaskingExplorer(CoalescedRedraw):
+class MaskingExplorer(Explorer):
     """The widget: controls, the figure as an ``ipywidgets.Image``, a summary line and the fill table.
 
     Parameters
@@ -346,111 +305,78 @@ class MaskingExplorer(CoalescedRedraw):
     dtype : {"float16", "float32", "float64"}
     logit_size : one of :data:`LOGIT_SIZES`
     seed : int
+        Initial seed of the random scores.
     sync : bool
-        Redraw inside each change handler (tests) instead of merging changes
-        that arrive while a redraw is pending (interactive use).
+        True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
 
     Raises
     ------
     ValueError
-        If an initial setting is out of range.
+        If T, a length, the dtype or the logit size is not one the controls offer.
     """
 
     def __init__(self, padding_fn, causal_padding_fn, softmax_fn, *, T=8, lengths=(8, 5, 0), causal=True,
                  dtype="float32", logit_size=3, seed=0, sync=False):
         import ipywidgets as widgets
 
-        if not 2 <= T <= T_MAX:
-            raise ValueError(f"T must be between 2 and {T_MAX}; received {T}")
-        if len(lengths) != B or any(not 0 <= n <= T for n in lengths):
-            raise ValueError(f"lengths must be {B} integers between 0 and T = {T}; received {lengths}")
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {DTYPES}; received {dtype!r}")
-        if logit_size not in LOGIT_SIZES:
-            raise ValueError(f"logit_size must be one of {LOGIT_SIZES}; received {logit_size}")
+        check_settings(T=(T, 2 <= T <= T_MAX, f"between 2 and {T_MAX}"),
+                       lengths=(lengths, len(lengths) == B and all(0 <= n <= T for n in lengths),
+                                f"{B} integers between 0 and T = {T}"),
+                       dtype=(dtype, dtype in DTYPES, f"one of {DTYPES}"),
+                       logit_size=(logit_size, logit_size in LOGIT_SIZES, f"one of {LOGIT_SIZES}"))
+        super().__init__(MaskingFigure(), sync=sync)
         self.functions = (padding_fn, causal_padding_fn, softmax_fn)
-        self.sync = sync
-        style = {"description_width": "initial"}
-        self.T_slider = widgets.IntSlider(value=T, min=2, max=T_MAX, description="T", style=style,
-                                          tooltip="padded length: number of query and key positions")
+        self.T_slider = control(widgets.IntSlider, "T", T, "padded length: number of query and key positions",
+                                min=2, max=T_MAX)
         self.length_sliders = [
-            widgets.IntSlider(value=n, min=0, max=T, description=f"length {b + 1}", style=style,
-                              tooltip=f"number of real tokens in sequence {b + 1}; the rest is padding")
+            control(widgets.IntSlider, f"length {b + 1}", n,
+                    f"number of real tokens in sequence {b + 1}; the rest is padding", min=0, max=T)
             for b, n in enumerate(lengths)]
-        self.causal_box = widgets.Checkbox(value=causal, description="causal mask", style=style,
-                                           tooltip="combine the padding mask with the causal mask (key j ≤ query i)")
-        self.dtype_buttons = widgets.ToggleButtons(options=DTYPES, value=dtype, description="dtype", style=style,
-                                                   tooltips=["half precision: largest finite number 65504",
-                                                             "single precision", "double precision"])
-        self.logit_slider = widgets.SelectionSlider(options=LOGIT_SIZES, value=logit_size, description="logit size",
-                                                    style=style,
-                                                    tooltip="standard deviation of the random scores (log-spaced)")
-        self.seed_slider = widgets.IntSlider(value=seed, min=0, max=99, description="seed", style=style,
-                                             tooltip="random seed for the scores")
-        self.image = image_widget(FIGURE_SIZE[0] * DPI)
-        self.summary = widgets.HTML()
+        self.causal_box = control(widgets.Checkbox, "causal mask", causal,
+                                  "combine the padding mask with the causal mask (key j ≤ query i)")
+        self.dtype_buttons = control(widgets.ToggleButtons, "dtype", dtype, options=DTYPES,
+                                     tooltips=["half precision: largest finite number 65504", "single precision",
+                                               "double precision"])
+        self.logit_slider = control(widgets.SelectionSlider, "logit size", logit_size,
+                                    "standard deviation of the random scores (log-spaced)", options=LOGIT_SIZES)
+        self.seed_slider = control(widgets.IntSlider, "seed", seed, "random seed for the scores", min=0, max=99)
         self.table = widgets.HTML(fill_table(dtype))
-        self.widget = widgets.VBox([
-            widgets.HBox([self.T_slider, *self.length_sliders]),
-            widgets.HBox([self.causal_box, self.dtype_buttons]),
-            widgets.HBox([self.logit_slider, self.seed_slider]),
-            self.image, self.summary, self.table])
-        self.figure = MaskingFigure()
-        self._base_seed, self._base = None, None
-        self.view: View | None = None
-        self.error: str | None = None
-        self.redraws = 0
-        self.T_slider.observe(self._on_T, names="value")
-        for control in (*self.length_sliders, self.causal_box, self.dtype_buttons, self.logit_slider,
-                        self.seed_slider):
-            control.observe(self._on_change, names="value")
-        self.redraw()
+        self.start([[self.T_slider, *self.length_sliders], [self.causal_box, self.dtype_buttons],
+                    [self.logit_slider, self.seed_slider]], below=[self.table],
+                   follow=[(self.T_slider, self._lengths_follow_T)])
 
     @property
     def settings(self) -> Settings:
+        """The controls' current values (lengths clamped to T)."""
         T = self.T_slider.value
         return Settings(T, tuple(min(s.value, T) for s in self.length_sliders), self.causal_box.value,
                         self.dtype_buttons.value, self.logit_slider.value, self.seed_slider.value)
 
-    def _on_T(self, change) -> None:
-        with self._adjusting_controls():  # the length sliders follow T; one redraw for the whole change
-            for slider in self.length_sliders:
-                slider.max = change["new"]
-        self._on_change(change)
+    def _lengths_follow_T(self, T: int) -> None:
+        for slider in self.length_sliders:
+            slider.max = T
 
-    def _scores(self, seed: int) -> np.ndarray:
-        if self._base_seed != seed:
-            self._base_seed, self._base = seed, draw_scores(seed)
-        return self._base
+    def draw_inputs(self, seed: int) -> np.ndarray:
+        """The unscaled scores for ``seed`` (:func:`draw_scores`)."""
+        return draw_scores(seed)
 
-    def redraw(self) -> None:
-        """Recompute for the current controls and update the image, summary and table in place."""
-        settings = self.settings
-        try:
-            self.view = compute_view(*self.functions, settings, self._scores(settings.seed))
-            self.error = None
-            self.summary.value = self.view.summary
-        except MaskingError as error:
-            self.view, self.error = None, str(error)
-            self.summary.value = f"<span style='color:#B00020'>⚠ {error}</span>"
+    def compute(self, settings: Settings) -> View:
+        """The view for ``settings`` (:func:`compute_view`)."""
+        return compute_view(*self.functions, settings, self._current_inputs(settings.seed))
+
+    def render(self, settings: Settings) -> bytes:
+        """The fill table for the chosen dtype, and the figure (or blank panels and the error) as PNG bytes."""
         self.table.value = fill_table(settings.dtype)
-        self.image.value = self.figure.render(settings, self.view, self.error)
-        self.redraws += 1
+        return self.figure.render(settings, self.view, self.error)
 
 
 def explore_masking(padding_fn, causal_padding_fn, softmax_fn, **settings):
-    """Show the masking explorer for the given functions (see :class:`MaskingExplorer`).
-
-    Under nbgrader (``NBGRADER_EXECUTION`` set: autograde, validate) nothing is
-    shown and None is returned, so the cell never slows grading down or adds
-    widget output to submissions.
+    """Show the masking explorer (see :class:`MaskingExplorer`); under nbgrader, a note instead.
 
     Returns
     -------
     MaskingExplorer or None
+        None while nbgrader runs the notebook (:func:`~attention_lab.core.explorer.unless_grading`).
     """
-    if os.environ.get("NBGRADER_EXECUTION"):
-        print("(the masking explorer is not shown while grading)")
-        return None
-    return MaskingExplorer(padding_fn, causal_padding_fn, softmax_fn, **settings)
-
+    return unless_grading("the masking explorer", MaskingExplorer, padding_fn, causal_padding_fn, softmax_fn,
+                          **settings)

@@ -24,34 +24,28 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.a01_attention.visual import latest
-from attention_lab.core.calls import call_learner
-from attention_lab.core.redraw import CoalescedRedraw, image_widget, png_bytes
+from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
+                                         control, latest, unless_grading)
 
 T_OPTIONS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 D_MODEL_OPTIONS = (64, 128, 256, 512, 768, 1024, 2048, 4096)
 D_HEAD_OPTIONS = (8, 16, 32, 64, 128, 256)
 FIGURE_SIZE = (11.0, 3.6)  # inches at DPI dots per inch
-DPI = 100
 # Axes rectangles in figure fractions (left, bottom, width, height): fixed, because a layout engine would
 # re-measure every tick label on each redraw (about a second per redraw on a 2-core machine).
 PER_TOKEN_RECT = (0.075, 0.15, 0.39, 0.74)
 TOTAL_RECT = (0.585, 0.15, 0.39, 0.74)
-CALL_SECONDS = 10.0  # for all 2·T calls of one redraw: a hang becomes a message, not a frozen kernel
 CACHED_STYLE = {"color": "#0072B2", "linestyle": "-", "label": "with the KV cache"}
 RECOMPUTE_STYLE = {"color": "#D55E00", "linestyle": "--", "label": "without (recompute all t tokens)"}
 
 
-class CostModelError(ValueError):
+class CostModelError(ExplorerError):
     """The cost model given to the plot failed or returned something other than a count."""
 
 
@@ -106,11 +100,8 @@ def _counts(cost_fn: Callable, settings: Settings) -> tuple[np.ndarray, np.ndarr
         return ([function(t, d_model, d_head, True) for t in range(1, T + 1)],
                 [function(t, d_model, d_head, False) for t in range(1, T + 1)])
 
-    try:
-        cached, recomputed = call_learner(all_counts, seconds=CALL_SECONDS)
-    except Exception as error:  # noqa: BLE001 — whatever the learner's code raises is shown as one line
-        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-        raise CostModelError(f"{name} raised {text}") from None
+    # all 2·T calls of one redraw share one time limit
+    cached, recomputed = call_for_visual(all_counts, name=name)
     for flag, values in ((True, cached), (False, recomputed)):
         for t, value in enumerate(values, start=1):
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
@@ -145,12 +136,11 @@ def compute_view(cost_fn: Callable, settings: Settings) -> CostView:
     return CostView(np.arange(1, T + 1), cached, recomputed, total_cached, total_recomputed, summary)
 
 
-class CostFigure:
-    """One persistent Agg figure with the per-token and cumulative panels, redrawn in place."""
+class CostFigure(ExplorerFigure):
+    """The per-token and cumulative panels, redrawn in place (their axes change with every view)."""
 
     def __init__(self):
-        self.figure = Figure(figsize=FIGURE_SIZE, dpi=DPI, facecolor="white")
-        self.canvas = FigureCanvasAgg(self.figure)
+        super().__init__(FIGURE_SIZE)
         self.per_token_ax = self.figure.add_axes(PER_TOKEN_RECT)
         self.total_ax = self.figure.add_axes(TOTAL_RECT)
         self.lines = {}
@@ -193,11 +183,10 @@ class CostFigure:
                     ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 2.5, 5, 10]))
             ax.set_xlim(1, max(settings.T, 2))
             ax.set_ylim(bottom, top)
-        self.canvas.draw()
-        return png_bytes(self.canvas)
+        return self.png()
 
 
-class CacheCostExplorer(CoalescedRedraw):
+class CacheCostExplorer(Explorer):
     """The widget: controls, the figure as an ``ipywidgets.Image`` and a summary line.
 
     Parameters
@@ -211,9 +200,7 @@ class CacheCostExplorer(CoalescedRedraw):
     log_scale : bool
         Logarithmic x- and y-axes.
     sync : bool
-        Redraw inside each change handler (tests) instead of merging changes
-        that arrive while a redraw is pending (interactive use: dragging a
-        slider across many values redraws once for the last one).
+        True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
 
     Raises
     ------
@@ -225,65 +212,42 @@ class CacheCostExplorer(CoalescedRedraw):
                  log_scale: bool = True, sync: bool = False):
         import ipywidgets as widgets
 
-        for name, value, options in (("T", T, T_OPTIONS), ("d_model", d_model, D_MODEL_OPTIONS),
-                                     ("d_head", d_head, D_HEAD_OPTIONS)):
-            if value not in options:
-                raise ValueError(f"{name} must be one of {options}; received {value!r}")
+        offered = {"T": (T, T_OPTIONS), "d_model": (d_model, D_MODEL_OPTIONS), "d_head": (d_head, D_HEAD_OPTIONS)}
+        check_settings(**{name: (value, value in options, f"one of {options}")
+                          for name, (value, options) in offered.items()})
+        super().__init__(CostFigure(), sync=sync)
         self.cost_fn = cost_fn
-        self.sync = sync
-        style = {"description_width": "initial"}
-        self.T_slider = widgets.SelectionSlider(options=T_OPTIONS, value=T, description="T (tokens)", style=style,
-                                                tooltip="how many tokens are generated, one after the other")
-        self.d_model_slider = widgets.SelectionSlider(options=D_MODEL_OPTIONS, value=d_model, description="d_model",
-                                                      style=style, tooltip="size of each token vector")
-        self.d_head_slider = widgets.SelectionSlider(options=D_HEAD_OPTIONS, value=d_head, description="d_head",
-                                                     style=style, tooltip="size of the head's queries, keys, values")
-        self.log_box = widgets.Checkbox(value=log_scale, description="logarithmic axes", style=style,
-                                        tooltip="log-log axes: linear growth is a line of slope 1, quadratic "
-                                                "growth a line of slope 2")
-        self.image = image_widget(FIGURE_SIZE[0] * DPI)
-        self.summary = widgets.HTML()
-        controls = [self.T_slider, self.d_model_slider, self.d_head_slider, self.log_box]
-        self.widget = widgets.VBox([widgets.HBox(controls[:2]), widgets.HBox(controls[2:]), self.image,
-                                    self.summary])
-        self.figure = CostFigure()
-        self.view: CostView | None = None
-        self.error: str | None = None
-        self.redraws = 0
-        for control in controls:
-            control.observe(self._on_change, names="value")
-        self.redraw()
+        choice = widgets.SelectionSlider
+        self.T_slider = control(choice, "T (tokens)", T, "how many tokens are generated, one after the other",
+                                options=T_OPTIONS)
+        self.d_model_slider = control(choice, "d_model", d_model, "size of each token vector", options=D_MODEL_OPTIONS)
+        self.d_head_slider = control(choice, "d_head", d_head, "size of the head's queries, keys, values",
+                                     options=D_HEAD_OPTIONS)
+        self.log_box = control(widgets.Checkbox, "logarithmic axes", log_scale,
+                               "log-log axes: linear growth is a line of slope 1, quadratic growth a line of slope 2")
+        self.start([[self.T_slider, self.d_model_slider], [self.d_head_slider, self.log_box]])
 
     @property
     def settings(self) -> Settings:
+        """The controls' current values."""
         return Settings(self.T_slider.value, self.d_model_slider.value, self.d_head_slider.value,
                         self.log_box.value)
 
-    def redraw(self) -> None:
-        """Recompute the counts for the current controls and update the image and summary in place."""
-        settings = self.settings
-        try:
-            self.view, self.error = compute_view(self.cost_fn, settings), None
-            self.summary.value = self.view.summary
-        except CostModelError as error:
-            self.view, self.error = None, str(error)
-            self.summary.value = f"<span style='color:#B00020'>⚠ {error}</span>"
-        self.image.value = self.figure.render(settings, self.view)
-        self.redraws += 1
+    def compute(self, settings: Settings) -> CostView:
+        """The counts for ``settings`` (:func:`compute_view`)."""
+        return compute_view(self.cost_fn, settings)
+
+    def render(self, settings: Settings) -> bytes:
+        """Both panels for ``settings`` as PNG bytes; empty panels after a failure."""
+        return self.figure.render(settings, self.view)
 
 
 def explore_cache_cost(cost_fn: Callable, **settings):
-    """Show the cost plot for a cost model (see :class:`CacheCostExplorer`).
-
-    Under nbgrader (``NBGRADER_EXECUTION`` set: autograde, validate) nothing is
-    shown and None is returned, so the cell never slows grading down or adds
-    widget output to submissions.
+    """Show the cost plot for a cost model (see :class:`CacheCostExplorer`), unless nbgrader is running.
 
     Returns
     -------
     CacheCostExplorer or None
+        None while nbgrader runs the notebook (:func:`~attention_lab.core.explorer.unless_grading`).
     """
-    if os.environ.get("NBGRADER_EXECUTION"):
-        print("(the cost plot is not shown while grading)")
-        return None
-    return CacheCostExplorer(cost_fn, **settings)
+    return unless_grading("the cost plot", CacheCostExplorer, cost_fn, **settings)

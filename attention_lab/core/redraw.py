@@ -44,6 +44,7 @@ class CoalescedRedraw:
 
     sync: bool = False
     _pending: asyncio.TimerHandle | None = None
+    _drawn: asyncio.Future | None = None  # done when the pending redraw has run
     _adjusting: bool = False
 
     def redraw(self) -> None:
@@ -69,16 +70,33 @@ class CoalescedRedraw:
             return
         try:
             # ipykernel's loop, or in the browser Pyodide's WebLoop (its call_later is a JavaScript setTimeout)
-            self._pending = asyncio.get_running_loop().call_later(COALESCE_SECONDS, self._flush)
+            loop = asyncio.get_running_loop()
+            self._pending = loop.call_later(COALESCE_SECONDS, self._flush)
+            self._drawn = loop.create_future()
         except (RuntimeError, NotImplementedError):
             # no running loop (a plain script) or one that cannot schedule timers: nothing would run a deferred
             # redraw, so redraw now — every change is shown, none is lost
-            self._pending = None
+            if self._pending is not None:  # a timer was scheduled, but the loop has no futures to await it with
+                self._pending.cancel()
+            self._pending, self._drawn = None, None
             self.redraw()
 
     def _flush(self) -> None:
         self._pending = None
-        self.redraw()
+        try:
+            self.redraw()
+        finally:
+            drawn, self._drawn = self._drawn, None
+            if drawn is not None and not drawn.done():
+                drawn.set_result(None)
+
+    async def drawn(self) -> None:
+        """Wait until the redraw pending for earlier changes has run; return at once when none is pending.
+
+        For code (and tests) that changes controls inside a running event loop and then reads the picture.
+        """
+        if self._drawn is not None:
+            await self._drawn
 
     def _ipython_display_(self):
         from IPython.display import display

@@ -1,0 +1,406 @@
+"""The base of every interactive visual of the course: controls, one figure shown as an image, one summary line.
+
+A visual (``attention_lab/aNN_<topic>/visual.py``) says only what it draws:
+
+* a :class:`ExplorerFigure` subclass builds its panels once and draws one
+  view of the data, usually by blitting the artists that change onto a cached
+  background;
+* an :class:`Explorer` subclass makes its controls with :func:`control` (and
+  :meth:`Explorer.seed_controls`), and implements ``settings`` (the controls'
+  values), :meth:`Explorer.compute` (the data for those values, from the
+  learner's functions, called through :func:`call_for_visual`) and
+  :meth:`Explorer.render`; :meth:`Explorer.start` lays the controls out, makes
+  every change redraw (coalesced, see :class:`~attention_lab.core.redraw.CoalescedRedraw`)
+  and draws the first picture;
+* its ``explore_*`` function returns :func:`unless_grading` of the explorer,
+  so that nothing is drawn while nbgrader runs the notebook.
+
+Only public ipywidgets and matplotlib APIs are used.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from attention_lab.core.calls import call_learner
+from attention_lab.core.redraw import CoalescedRedraw, image_widget, png_bytes
+
+#: Time limit of one call of a learner's function by a visual: an infinite loop becomes a message, not a frozen
+#: kernel. Read at each call, so a test can shorten it.
+CALL_SECONDS = 10.0
+#: Every control's description is as wide as its text (the default cuts descriptions such as "logit size").
+STYLE = {"description_width": "initial"}
+DPI = 100  # dots per inch of every explorer figure: its width in pixels is its width in inches times 100
+ERROR_COLOUR = "#B00020"
+
+
+class ExplorerError(ValueError):
+    """A learner's function given to a visual failed or returned the wrong thing; the message says which and how."""
+
+
+def latest(function: Callable) -> Callable:
+    """The current definition of a notebook function: re-running its cell rebinds the name.
+
+    Parameters
+    ----------
+    function : callable
+        A function defined in a notebook (its ``__globals__`` are the notebook's namespace).
+
+    Returns
+    -------
+    callable
+        What the function's name is bound to now in that namespace, or ``function``
+        itself when the name is gone, is not callable, or the object has no globals.
+    """
+    namespace = getattr(function, "__globals__", None)
+    name = getattr(function, "__name__", None)
+    current = namespace.get(name) if namespace is not None and name else None
+    return current if callable(current) else function
+
+
+def function_name(function) -> str:
+    """The name a message uses for a learner's function: its ``__name__``, or "the function"."""
+    return getattr(function, "__name__", "the function")
+
+
+def _recording_warnings(function: Callable) -> Callable:
+    """``function`` returning ``(result, warnings)``: NumPy's default error handling, every warning recorded."""
+    def call(*args, **kwargs):
+        # inside call_learner, which silences warnings: these inner settings win while the function runs
+        with warnings.catch_warnings(record=True) as caught, \
+                np.errstate(over="warn", divide="warn", invalid="warn", under="ignore"):
+            warnings.simplefilter("always")
+            result = function(*args, **kwargs)
+        return result, [f"{w.category.__name__}: {w.message}" for w in caught]
+
+    return call
+
+
+def call_for_visual(function: Callable, *args, name: str | None = None, record_warnings: bool = False, **kwargs):
+    """Call the current definition of a learner's function on copies of its array arguments, for a visual.
+
+    Copies, because a function that modifies its input in place would
+    otherwise change a visual's cached inputs or the data on screen. Output is
+    discarded and the call is limited to :data:`CALL_SECONDS`.
+
+    Parameters
+    ----------
+    function : callable
+        The learner's function; :func:`latest` finds its current definition.
+    *args, **kwargs
+        Its arguments.
+    name : str, optional
+        The name the message uses (default: the function's own).
+    record_warnings : bool
+        Return ``(result, warnings)``: NumPy's default error handling (overflow,
+        0/0 and log 0 warn; underflow does not) and every warning as
+        ``"RuntimeWarning: overflow encountered in exp"``. Otherwise warnings are silenced.
+
+    Returns
+    -------
+    object
+        What the function returned (with ``record_warnings``, and the list of warnings).
+
+    Raises
+    ------
+    ExplorerError
+        Whatever the function raised, or a time-out after :data:`CALL_SECONDS`, as one
+        message ``"<name> raised <error>"``.
+    """
+    target = latest(function)
+    if record_warnings:
+        target = _recording_warnings(target)
+    try:
+        return call_learner(target, *args, seconds=CALL_SECONDS, copy_arrays=True, **kwargs)
+    except Exception as error:  # noqa: BLE001 — whatever learners' code raises becomes one message
+        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        raise ExplorerError(f"{name or function_name(function)} raised {text}") from None
+
+
+def control(kind, description: str, value, tooltip: str | None = None, **options):
+    """One labelled control of an explorer.
+
+    Parameters
+    ----------
+    kind : type
+        An ipywidgets value widget class (``IntSlider``, ``SelectionSlider``, ``Checkbox``, ``ToggleButtons``, …).
+    description : str
+        The label shown next to it.
+    value
+        Its initial value.
+    tooltip : str, optional
+        What it changes, shown on hover.
+    **options
+        Further traits (``min``, ``max``, ``options``, ``step``, ``tooltips``, …).
+
+    Returns
+    -------
+    ipywidgets.ValueWidget
+        The control, with the course's description style.
+    """
+    if tooltip is not None:
+        options["tooltip"] = tooltip
+    return kind(value=value, description=description, style=STYLE, **options)
+
+
+def check_settings(**checks: tuple[object, bool, str]) -> None:
+    """Check an explorer's initial settings, in the order given.
+
+    Parameters
+    ----------
+    **checks : (value, ok, wanted)
+        Per setting: its value, whether it is allowed, and what is allowed, in
+        words ("between 2 and 512", "one of (1, 2, 4)").
+
+    Raises
+    ------
+    ValueError
+        For the first setting that is not allowed: ``"<name> must be <wanted>; received <value>"``.
+    """
+    for name, (value, ok, wanted) in checks.items():
+        if not ok:
+            raise ValueError(f"{name} must be {wanted}; received {value!r}")
+
+
+def unless_grading(what: str, make: Callable, *args, **kwargs):
+    """``make(*args, **kwargs)``, except under nbgrader, where a one-line note is printed and None returned.
+
+    nbgrader sets ``NBGRADER_EXECUTION`` when it runs a notebook (autograde,
+    validate): a visual's cell then never slows grading down nor adds widget
+    output to a submission.
+
+    Parameters
+    ----------
+    what : str
+        The visual, as the note names it: "the attention explorer" prints
+        "(the attention explorer is not shown while grading)".
+    make : callable
+        Builds the visual.
+
+    Returns
+    -------
+    object or None
+        What ``make`` returned, or None under nbgrader.
+    """
+    if os.environ.get("NBGRADER_EXECUTION"):
+        print(f"({what} is not shown while grading)")
+        return None
+    return make(*args, **kwargs)
+
+
+def error_html(error) -> str:
+    """A failure as the one red line an explorer shows in place of its summary."""
+    return f"<span style='color:{ERROR_COLOUR}'>⚠ {error}</span>"
+
+
+class ExplorerFigure:
+    """One persistent Agg figure of an explorer, encoded as PNG for an ``ipywidgets.Image``.
+
+    Subclasses add their panels in ``__init__`` (after calling this one) with
+    axes at fixed rectangles — a layout engine would re-measure every label on
+    each redraw — and mark the artists that change as ``animated``. Static
+    parts are drawn once by :meth:`cache_background` and each redraw
+    :meth:`blit` s the animated artists onto them.
+
+    Parameters
+    ----------
+    size : (float, float)
+        Width and height in inches, at :data:`DPI` dots per inch.
+
+    Attributes
+    ----------
+    figure : matplotlib.figure.Figure
+    canvas : FigureCanvasAgg
+    background : object or None
+        The cached static parts (``canvas.copy_from_bbox``).
+    layout_key : object or None
+        What the cached background was drawn for (T, or (T, n_heads), …); None before the first.
+    """
+
+    def __init__(self, size: tuple[float, float]):
+        self.figure = Figure(figsize=size, dpi=DPI, facecolor="white")
+        self.canvas = FigureCanvasAgg(self.figure)
+        self.background = None
+        self.layout_key = None
+
+    @property
+    def width_px(self) -> float:
+        """The figure's width in pixels."""
+        return self.figure.get_figwidth() * self.figure.dpi
+
+    def cache_background(self, key) -> None:
+        """Draw the static parts (animated artists are skipped) and keep them as the background for ``key``."""
+        self.canvas.draw()
+        self.background = self.canvas.copy_from_bbox(self.figure.bbox)
+        self.layout_key = key
+
+    def blit(self, artists: Iterable) -> bytes:
+        """Restore the cached background, draw ``artists`` on it and return the figure as PNG bytes."""
+        self.canvas.restore_region(self.background)
+        for artist in artists:
+            self.figure.draw_artist(artist)
+        return png_bytes(self.canvas)
+
+    def png(self) -> bytes:
+        """Draw the whole figure and return it as PNG bytes (for figures whose axes change with every view)."""
+        self.canvas.draw()
+        return png_bytes(self.canvas)
+
+
+class Explorer(CoalescedRedraw):
+    """Base of the course's explorers: controls above one figure shown as an image, and a summary line.
+
+    A subclass creates its controls and its figure, calls this ``__init__``
+    and then :meth:`start`; it implements ``settings``, :meth:`compute` and
+    :meth:`render`. Each change of a control redraws: :meth:`compute` on the
+    learner's functions, then :meth:`render`. A failure of those functions
+    (an :class:`ExplorerError`) blanks the figure and replaces the summary by
+    one red message; everything else the view holds is drawn.
+
+    Parameters
+    ----------
+    figure : ExplorerFigure
+        The figure, built once; its width sets the image's width.
+    sync : bool
+        Redraw inside each change handler (tests) instead of merging changes
+        that arrive while a redraw is pending (interactive use).
+
+    Attributes
+    ----------
+    image : ipywidgets.Image
+        The figure as PNG, replaced at each redraw.
+    summary : ipywidgets.HTML
+        The summary line, or the error message.
+    view : object or None
+        What :meth:`compute` returned for the controls on screen; None after a failure.
+    error : str or None
+        The failure's message, None when the view was computed.
+    redraws : int
+        How many redraws have run.
+    widget : ipywidgets.VBox
+        What the notebook displays (set by :meth:`start`).
+    """
+
+    def __init__(self, figure: ExplorerFigure, *, sync: bool):
+        import ipywidgets as widgets
+
+        self.figure = figure
+        self.sync = sync
+        self.image = image_widget(figure.width_px)
+        self.summary = widgets.HTML()
+        self.view = None
+        self.error: str | None = None
+        self.redraws = 0
+        self._inputs_seed, self._inputs = None, None
+
+    @property
+    def settings(self):
+        """The controls' current values, as the subclass's frozen ``Settings`` dataclass."""
+        raise NotImplementedError
+
+    def compute(self, settings):
+        """The data drawn for ``settings``, from the learner's functions.
+
+        Raises
+        ------
+        ExplorerError
+            When a learner's function fails; the message is shown instead of the summary.
+        """
+        raise NotImplementedError
+
+    def render(self, settings) -> bytes:
+        """Draw :attr:`view` (None after a failure) for ``settings`` and return the figure as PNG bytes."""
+        raise NotImplementedError
+
+    def summary_html(self, view) -> str:
+        """The summary line for a computed view: its ``summary`` attribute (HTML)."""
+        return view.summary
+
+    def draw_inputs(self, seed: int):
+        """The random inputs for ``seed``; subclasses that draw some override this (see :meth:`_current_inputs`)."""
+        raise NotImplementedError
+
+    def _current_inputs(self, seed: int):
+        # Inputs are drawn once per seed (at the largest size, sliced by compute), so that only a control changes
+        # the picture and most redraws draw nothing.
+        if self._inputs_seed != seed:
+            self._inputs_seed, self._inputs = seed, self.draw_inputs(seed)
+        return self._inputs
+
+    def seed_controls(self, seed: int, tooltip: str, button: str, button_tooltip: str):
+        """A seed slider (0 … 99) and a button that moves it to the next seed.
+
+        Parameters
+        ----------
+        seed : int
+            Initial seed.
+        tooltip, button_tooltip : str
+            What the slider and the button change.
+        button : str
+            The button's label ("resample", "shuffle").
+
+        Returns
+        -------
+        (ipywidgets.IntSlider, ipywidgets.Button)
+        """
+        import ipywidgets as widgets
+
+        slider = control(widgets.IntSlider, "seed", seed, tooltip, min=0, max=99)
+        next_seed = widgets.Button(description=button, tooltip=button_tooltip)
+        next_seed.on_click(lambda _: setattr(slider, "value", (slider.value + 1) % 100))
+        return slider, next_seed
+
+    def start(self, rows: Sequence[Sequence], *, below: Sequence = (),
+              follow: Sequence[tuple[object, Callable]] = ()) -> None:
+        """Lay the controls out, make every change redraw, and draw the first picture.
+
+        Parameters
+        ----------
+        rows : sequence of sequences of widgets
+            The controls, one ``HBox`` per row, above the image and the summary.
+            Every control except buttons redraws when its value changes.
+        below : sequence of widgets
+            Shown under the summary.
+        follow : sequence of (control, callable)
+            ``adjust(new_value)`` runs first when that control changes, to move
+            other controls with it (keep a selected head or position in range);
+            their own changes then make no second redraw.
+        """
+        import ipywidgets as widgets
+
+        self.widget = widgets.VBox([widgets.HBox(list(row)) for row in rows] + [self.image, self.summary, *below])
+        adjusters = {id(ctrl): adjust for ctrl, adjust in follow}
+        for row in rows:
+            for ctrl in row:
+                if isinstance(ctrl, widgets.Button):
+                    continue
+                adjust = adjusters.get(id(ctrl))
+                ctrl.observe(self._on_change if adjust is None else self._following(adjust), names="value")
+        self.redraw()
+
+    def _following(self, adjust: Callable):
+        def on_change(change) -> None:
+            with self._adjusting_controls():
+                adjust(change["new"])
+            self._on_change(change)
+
+        return on_change
+
+    def redraw(self) -> None:
+        """Recompute for the current controls and update the image and summary in place."""
+        settings = self.settings
+        try:
+            self.view = self.compute(settings)
+            self.error = None
+            self.summary.value = self.summary_html(self.view)
+        except ExplorerError as error:
+            self.view, self.error = None, str(error)
+            self.summary.value = error_html(error)
+        self.image.value = self.render(settings)
+        self.redraws += 1
