@@ -20,8 +20,7 @@ from typing import Callable
 import numpy as np
 
 from attention_lab.core import worked
-from attention_lab.core.calls import call_learner
-from attention_lab.core.self_check import CALL_SECONDS, call as _quiet, fail as _fail, ok as _ok
+from attention_lab.core.self_check import CALL_SECONDS, attempt, call as _quiet, fail as _fail, ok as _ok
 from attention_lab.core.worked import SelfCheckFailed
 
 __all__ = ["SelfCheckFailed", "expect_shapes", "check_softmax", "check_attention_scores", "check_scaling",
@@ -109,10 +108,9 @@ def call_for_visible_part(function: Callable, *args, **kwargs):
         or says that the function is not answered yet.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    try:
-        return call_learner(function, *args, seconds=CALL_SECONDS, copy_arrays=True, **kwargs)
-    except Exception as failure:  # noqa: BLE001 — a learner's error becomes a message, or is another step's
-        error = failure
+    result, error = attempt(function, *args, **kwargs)
+    if error is None:
+        return result
     culprit = _other_course_function_behind(function, error)
     if culprit is None:
         _fail(worked.describe_failure(function, error, CALL_SECONDS))
@@ -177,10 +175,18 @@ def _pair(name: str, result) -> tuple:
 def check_softmax(softmax: Callable) -> None:
     """Self-check ``softmax(x, axis=-1)``: the worked cases, then probabilities along any axis and float32 logits.
 
+    Parameters
+    ----------
+    softmax : callable
+        The learner's function: ``x`` of any shape and the ``axis`` to normalise along; returns a floating-point
+        array of ``x``'s shape whose entries along ``axis`` are ≥ 0 and sum to 1.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong (naming a known mistake where one matches); when, for a
+        (2, 3, 4) input and axis −1, 0 or 1, an entry is negative, NaN or infinite or the sums along ``axis``
+        are not 1; or when float32 logits [100, 0] do not give [1, 0].
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("softmax", softmax)
@@ -230,10 +236,17 @@ def check_attention_scores(attention_scores: Callable) -> None:
     Only ``scale=False`` is checked here: the notebook lets learners write the
     scaling in step 3, whose own check is :func:`check_scaling`.
 
+    Parameters
+    ----------
+    attention_scores : callable
+        The learner's function: ``Q`` (..., T_q, d_k) and ``K`` (..., T_k, d_k), float; returns the float
+        scores (..., T_q, T_k).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first unscaled worked case it gets wrong, or when a batch of 2 (Q (2, 3, 4), K (2, 5, 4))
+        does not give each entry the scores it gets alone.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("attention_scores", attention_scores, select=_unscaled)
@@ -245,10 +258,17 @@ def check_attention_scores(attention_scores: Callable) -> None:
 def check_scaling(attention_scores: Callable) -> None:
     """Self-check step 3, ``attention_scores(Q, K)`` with the default ``scale=True``: ÷√d_k, also with batch dimensions.
 
+    Parameters
+    ----------
+    attention_scores : callable
+        The learner's function, as for :func:`check_attention_scores`.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first scaled worked case it gets wrong; when, with d_k = 9, the scaled scores are not the
+        unscaled ones divided by 3 (saying what they are divided by); or when batch entries are not
+        scored on their own.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("attention_scores", attention_scores, select=lambda case: not _unscaled(case))
@@ -269,7 +289,19 @@ def check_scaling(attention_scores: Callable) -> None:
 
 # ---------------------------------------------------------------- step 3
 def check_causal_mask(causal_mask: Callable) -> None:
-    """Self-check ``causal_mask(T)``: True where query i may attend to key j, i.e. j ≤ i."""
+    """Self-check ``causal_mask(T)``: True where query i may attend to key j, i.e. j ≤ i.
+
+    Parameters
+    ----------
+    causal_mask : callable
+        The learner's function: an int ``T``; returns a bool array (T, T).
+
+    Raises
+    ------
+    SelfCheckFailed
+        At the first worked case it gets wrong, or when for T = 1 or 5 the result is not a bool (T, T)
+        array that is True exactly where j ≤ i.
+    """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("causal_mask", causal_mask)
     for T in (1, 5):
@@ -284,7 +316,22 @@ def check_causal_mask(causal_mask: Callable) -> None:
 
 # ---------------------------------------------------------------- step 4
 def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -> None:
-    """Self-check ``scaled_dot_product_attention(Q, K, V, mask=None, scale=True)``: worked cases, then properties."""
+    """Self-check ``scaled_dot_product_attention(Q, K, V, mask=None, scale=True)``: worked cases, then properties.
+
+    Parameters
+    ----------
+    scaled_dot_product_attention : callable
+        The learner's function: ``Q`` (..., T_q, d_k), ``K`` (..., T_k, d_k), ``V`` (..., T_k, d_v), a bool
+        ``mask`` broadcasting to (..., T_q, T_k); returns the float pair (output (..., T_q, d_v),
+        weights (..., T_q, T_k)).
+
+    Raises
+    ------
+    SelfCheckFailed
+        At the first worked case it gets wrong; when the weights of scores (4, 0) are not softmax(2, 0)
+        (or softmax(4, 0) with ``scale=False``) or the output is not weights @ V; or when, for a batch of 2
+        with a (3, 5) mask, the pair is swapped, a row does not sum to 1 or a blocked key has weight.
+    """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("scaled_dot_product_attention", scaled_dot_product_attention)
 
@@ -329,7 +376,20 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -
 
 # ---------------------------------------------------------------- step 5
 def check_causal_self_attention(causal_self_attention: Callable) -> None:
-    """Self-check ``causal_self_attention(x, W_q, W_k, W_v, scale=True)``: worked case, then shapes and causality."""
+    """Self-check ``causal_self_attention(x, W_q, W_k, W_v, scale=True)``: worked case, then shapes and causality.
+
+    Parameters
+    ----------
+    causal_self_attention : callable
+        The learner's function: ``x`` (T, d_model) and ``W_q``, ``W_k``, ``W_v`` (d_model, d_head), float;
+        returns (output (T, d_head), weights (T, T)).
+
+    Raises
+    ------
+    SelfCheckFailed
+        At the first worked case it gets wrong, or when for T = 4, d_model = 6, d_head = 3 the shapes are
+        wrong, a weight above the diagonal is not 0 or a row of weights does not sum to 1.
+    """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("causal_self_attention", causal_self_attention)
     rng = np.random.default_rng(5)
@@ -353,6 +413,13 @@ ZERO_LOG_ZERO = ("  NaN where a weight is 0: in NumPy 0 · log 0 is 0 · (−inf
 def check_entropy_worked_cases(assignment_name: str, attention_entropy: Callable) -> None:
     """The worked cases of ``attention_entropy`` in an assignment; a NaN from 0 · log 0 is named as such.
 
+    Parameters
+    ----------
+    assignment_name : str
+        The assignment whose stored worked cases are run ("01_scaled_dot_product_attention").
+    attention_entropy : callable
+        The learner's function: weights (..., T_k), float; returns the entropies (...,) in nats.
+
     Raises
     ------
     SelfCheckFailed
@@ -363,18 +430,27 @@ def check_entropy_worked_cases(assignment_name: str, attention_entropy: Callable
     try:
         worked.check_worked_cases(assignment_name, "attention_entropy", attention_entropy, seconds=CALL_SECONDS)
     except SelfCheckFailed as failure:
-        try:
-            H = call_learner(attention_entropy, np.array([[0.5, 0.5, 0.0]]), seconds=CALL_SECONDS)
-            nan = isinstance(H, np.ndarray) and H.dtype.kind == "f" and bool(np.isnan(H).any())
-        except Exception:  # noqa: BLE001 — the worked case's message already says what went wrong
-            nan = False
-        if not nan:
+        H, error = attempt(attention_entropy, np.array([[0.5, 0.5, 0.0]]))  # an error: the worked case says it
+        if not (error is None and isinstance(H, np.ndarray) and H.dtype.kind == "f" and bool(np.isnan(H).any())):
             raise
         raise SelfCheckFailed(f"{failure}\n{ZERO_LOG_ZERO}") from None
 
 
 def check_attention_entropy(attention_entropy: Callable) -> None:
-    """Self-check ``attention_entropy(weights)`` in nats with 0 · log 0 = 0: worked case, then shapes and ln n."""
+    """Self-check ``attention_entropy(weights)`` in nats with 0 · log 0 = 0: worked case, then shapes and ln n.
+
+    Parameters
+    ----------
+    attention_entropy : callable
+        The learner's function: weights (..., T_q, T_k), float; returns one entropy per query row,
+        (..., T_q), in nats.
+
+    Raises
+    ------
+    SelfCheckFailed
+        At the first worked case it gets wrong (explaining 0 · log 0 where that is the cause), or when
+        uniform weights (2, 3, 4) do not give ln 4 in an array of shape (2, 3).
+    """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_entropy_worked_cases(ASSIGNMENT, attention_entropy)
     weights = np.full((2, 3, 4), 0.25)
@@ -395,6 +471,16 @@ def check_rows_are_weighted_averages(scaled_dot_product_attention: Callable) -> 
     The weights are non-negative, each row sums to 1, the output equals
     ``weights @ V`` and so lies, column by column, between the smallest and
     largest value.
+
+    Parameters
+    ----------
+    scaled_dot_product_attention : callable
+        The learner's function, called with Q (5, 8), K (7, 8), V (7, 3) and a bool (5, 7) mask.
+
+    Raises
+    ------
+    SelfCheckFailed
+        Naming the first of these properties that fails, and the step to revisit.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(1)
@@ -423,7 +509,18 @@ def check_rows_are_weighted_averages(scaled_dot_product_attention: Callable) -> 
 
 
 def check_causality(causal_self_attention: Callable) -> None:
-    """Fact 2: changing the last token changes only the last output row."""
+    """Fact 2: changing the last token changes only the last output row.
+
+    Parameters
+    ----------
+    causal_self_attention : callable
+        The learner's function, called with x (6, 8) and projections (8, 4).
+
+    Raises
+    ------
+    SelfCheckFailed
+        When an earlier output changes too (the future leaks), or the last one does not change.
+    """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(2)
     T, d_model, d_head = 6, 8, 4

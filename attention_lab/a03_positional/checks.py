@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from attention_lab.a01_attention import checks
-from attention_lab.core.self_check import call as _call, fail as _fail, float_array, ok as _ok
+from attention_lab.core.self_check import call as _call, fail as _fail, float_array, normal_arrays as _random, ok as _ok
 from attention_lab.core.worked import check_worked_cases, show
 
 ASSIGNMENT = "03_positional_encoding"
@@ -45,11 +45,6 @@ def _number(what: str, value) -> float:
     if not math.isfinite(float(value)):
         _fail(f"{what} is {float(value)}; it should be a finite number")
     return float(value)
-
-
-def _random(seed: int, *shapes):
-    rng = np.random.default_rng(seed)
-    return [rng.normal(size=shape) for shape in shapes]
 
 
 def expect_number(function: Callable, *args, **kwargs) -> None:
@@ -91,7 +86,9 @@ def check_sinusoidal_positional_encoding(sinusoidal_positional_encoding: Callabl
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong; when an entry lies outside [−1, 1], row 0 is not
+        (0, 1, 0, 1, …) or a column pair leaves the unit circle; or when the frequencies are not
+        1, 10000^(−2/d_model), … radians per position.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "sinusoidal_positional_encoding", sinusoidal_positional_encoding)
@@ -139,7 +136,8 @@ def check_dot_product_by_offset(dot_product_by_offset: Callable) -> None:
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, or when on a random (9, 5) encoding and t = 0, 4, 8 the
+        first entry is not pe[t]·pe[t] or the last not pe[t]·pe[T − 1].
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "dot_product_by_offset", dot_product_by_offset)
@@ -167,7 +165,8 @@ def check_offset_rotation(offset_rotation: Callable) -> None:
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, or when one of R_0 = I, block diagonal, R_k R_kᵀ = I,
+        R_3 R_4 = R_7 and R_{−3} = R_3ᵀ fails (d_model = 8).
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "offset_rotation", offset_rotation)
@@ -202,7 +201,9 @@ def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Cal
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case of this assignment that fails, or with the message of assignment 1's
+        own :func:`~attention_lab.a01_attention.checks.check_softmax` or
+        :func:`~attention_lab.a01_attention.checks.check_scaled_dot_product_attention`.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "softmax", softmax)
@@ -223,7 +224,8 @@ def check_self_attention(self_attention: Callable) -> None:
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, or when for T = 5, d_model = 6, d_head = 3 a row of
+        weights is negative or does not sum to 1, or weights are 0 as if a mask were applied.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "self_attention", self_attention)
@@ -252,7 +254,8 @@ def check_add_positions(add_positions: Callable) -> None:
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, or when add_positions(x) − x depends on x or its row 0
+        is not PE(0) = (0, 1, 0, 1, …).
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "add_positions", add_positions)
@@ -280,7 +283,8 @@ def check_permutation_gap(permutation_gap: Callable) -> None:
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, or when a gap is negative, not 0 for the identity
+        permutation or without positions, or not clearly above 0 for a shuffle with positions.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "permutation_gap", permutation_gap)

@@ -18,8 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from attention_lab.core.calls import call_learner
-from attention_lab.core.self_check import CALL_SECONDS, call as _call, fail as _fail, float_array, ok as _ok
+from attention_lab.core.self_check import CALL_SECONDS, attempt, call as _call, fail as _fail, float_array, ok as _ok
 from attention_lab.core.worked import check_worked_cases, show
 
 ASSIGNMENT = "05_kv_cache"
@@ -49,10 +48,17 @@ def _problem(rng, T: int, d_model: int, d_head: int):
 def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Callable) -> None:
     """Self-check the pasted assignment-1 functions, including T_q ≠ T_k with a (T_q, T_k) mask.
 
+    Parameters
+    ----------
+    softmax, scaled_dot_product_attention : callable
+        The learner's functions pasted from assignment 1; here Q (2, 4), K (5, 4), V (5, 3), float, and a
+        bool (2, 5) mask give (output (2, 3), weights (2, 5)).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case of either that fails, or when the blocked weight is not exactly 0, a row
+        of weights does not sum to 1 or the output is not weights @ V.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "softmax", softmax)
@@ -78,10 +84,18 @@ def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Cal
 def check_causal_mask(causal_mask: Callable) -> None:
     """Self-check ``causal_mask(T_q, T_k=None)``: worked cases, then the bottom-right rule for many sizes.
 
+    Parameters
+    ----------
+    causal_mask : callable
+        The learner's function: ints ``T_q`` ≤ ``T_k`` (``T_k`` defaults to ``T_q``); returns a bool mask
+        (T_q, T_k) in which new query i sees keys 0 … i + T_k − T_q.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, or when for some 1 ≤ T_q ≤ T_k ≤ 6 the mask is not that
+        bool array (saying when the triangle is aligned top-left), or causal_mask(T) differs from
+        causal_mask(T, T).
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "causal_mask", causal_mask)
@@ -112,10 +126,19 @@ def check_causal_mask(causal_mask: Callable) -> None:
 def check_attend_with_cache(attend_with_cache: Callable) -> None:
     """Self-check ``attend_with_cache``: worked cases, the grown caches, and chunk = token by token.
 
+    Parameters
+    ----------
+    attend_with_cache : callable
+        The learner's function: ``x_new`` (T_new, d_model), ``K_cache``, ``V_cache`` (T_old, d_head) and
+        ``W_q``, ``W_k``, ``W_v`` (d_model, d_head), float64; returns (out_new (T_new, d_head),
+        K_cache_new, V_cache_new (T_old + T_new, d_head)).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong; when the caches are not float64, not the old rows followed
+        by the new projections, or an output row lies outside the range of the values; or when 3 new
+        tokens at once do not give, to 1e-12, what 3 single-token calls give.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "attend_with_cache", attend_with_cache)
@@ -165,22 +188,33 @@ def check_decode_incrementally(decode_incrementally: Callable, scaled_dot_produc
     The full attention is ``scaled_dot_product_attention(x W_q, x W_k, x W_v, mask=causal_mask(T))`` with
     the learner's own functions, so this check needs steps 0 and 1 to work.
 
+    Parameters
+    ----------
+    decode_incrementally : callable
+        The learner's function: ``x`` (T, d_model), ``W_q``, ``W_k``, ``W_v`` (d_model, d_head), float64,
+        and an int ``chunk``; returns the outputs (T, d_head).
+    scaled_dot_product_attention, causal_mask : callable
+        The learner's functions of steps 0 and 1.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        When the result differs from full attention by float32 rounding; at the first worked case it gets
+        wrong; when the learner's full attention cannot be computed; when for chunk = 1, 3, 4, 10, 25 the
+        outputs differ from it by more than 1e-12; or when changing the last token changes an earlier
+        output.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(53)
     T, d_head = 10, 4
     x, W_q, W_k, W_v = _problem(rng, T, 8, d_head)
-    try:
-        full = call_learner(scaled_dot_product_attention, x @ W_q, x @ W_k, x @ W_v,
-                            mask=call_learner(causal_mask, T, seconds=CALL_SECONDS), seconds=CALL_SECONDS)[0]
-        decoded = call_learner(decode_incrementally, x, W_q, W_k, W_v, seconds=CALL_SECONDS)
-        largest = float(np.max(np.abs(np.asarray(decoded, dtype=np.float64) - full)))
-    except Exception:  # noqa: BLE001 — a broken function is reported by the worked cases below, in words
-        largest = None
+
+    def difference_from_full_attention() -> float:
+        full = scaled_dot_product_attention(x @ W_q, x @ W_k, x @ W_v, mask=causal_mask(T))[0]
+        return float(np.max(np.abs(np.asarray(decode_incrementally(x, W_q, W_k, W_v), dtype=np.float64) - full)))
+
+    # None when a function fails: the worked cases below say how, in words (three calls share one time limit)
+    largest, _ = attempt(difference_from_full_attention, seconds=3 * CALL_SECONDS)
     # Rounding to float32 is checked first: on the small worked cases it looks like any other wrong value.
     if largest is not None and SAME < largest < FLOAT32:
         _fail(f"decoding with the cache differs from your full causal attention by {largest:.1g}: the size of "
@@ -219,10 +253,18 @@ def check_decode_incrementally(decode_incrementally: Callable, scaled_dot_produc
 def check_attention_cost_per_token(attention_cost_per_token: Callable) -> None:
     """Self-check the cost model: worked cases, equal at t = 1, linear with the cache, quadratic without.
 
+    Parameters
+    ----------
+    attention_cost_per_token : callable
+        The learner's function: ints ``t``, ``d_model``, ``d_head`` and a bool ``cached``; returns the whole
+        number of multiply-adds for token t.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong; when a count is not a whole number; or when the counts for
+        t = 1 differ, the cached count does not grow by 2·d_head per token or the uncached one has second
+        differences other than 4·d_head.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "attention_cost_per_token", attention_cost_per_token)
