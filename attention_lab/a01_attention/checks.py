@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from attention_lab.core import worked
-from attention_lab.core.self_check import CALL_SECONDS, attempt, call as _quiet, fail as _fail, ok as _ok
+from attention_lab.core.self_check import CALL_SECONDS, attempt, call, fail as _fail, ok as _ok
 from attention_lab.core.worked import SelfCheckFailed
 
 __all__ = ["SelfCheckFailed", "expect_shapes", "check_softmax", "check_attention_scores", "check_scaling",
@@ -193,7 +193,7 @@ def check_softmax(softmax: Callable) -> None:
 
     x = np.random.default_rng(0).normal(0.0, 3.0, size=(2, 3, 4))
     for axis in (-1, 0, 1):
-        p = _array(f"softmax(x, axis={axis}) for x of shape (2, 3, 4)", _quiet(softmax, x, axis=axis), x.shape)
+        p = _array(f"softmax(x, axis={axis}) for x of shape (2, 3, 4)", call(softmax, x, axis=axis), x.shape)
         if np.any(p < 0) or not np.all(np.isfinite(p)):
             _fail(f"softmax(x, axis={axis}) has negative, NaN or infinite entries; probabilities are finite and ≥ 0")
         if not _close(p.sum(axis=axis), 1.0):
@@ -203,7 +203,7 @@ def check_softmax(softmax: Callable) -> None:
                      "the division" if other else f"; the sums are {np.round(p.sum(axis=axis), 4).tolist()}"))
     _ok("for a 3-D input and axis = -1, 0 and 1 the probabilities are ≥ 0 and sum to 1 along that axis")
 
-    single = _quiet(softmax, np.array([[100.0, 0.0]], dtype=np.float32))
+    single = call(softmax, np.array([[100.0, 0.0]], dtype=np.float32))
     if not (isinstance(single, np.ndarray) and np.all(np.isfinite(single)) and _close(single, [[1.0, 0.0]])):
         _fail("softmax of float32 logits [100, 0] should be [1, 0] (float32 exp overflows above about 88.7); "
               f"got {worked.show(single)}")
@@ -219,12 +219,12 @@ def _unscaled(case: dict) -> bool:
 def _batch_entries_on_their_own(attention_scores: Callable, rng: np.random.Generator, **scale) -> None:
     """Fail unless a batch of 2 gives each entry the scores it gets alone (``scale`` passed on as given)."""
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    call = ", ".join(f"{k}={v}" for k, v in scale.items())
+    written = ", ".join(f"{k}={v}" for k, v in scale.items())
     Q, K = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
-    batched = _array(f"attention_scores(Q, K{', ' * bool(call)}{call}) with a batch of 2",
-                     _quiet(attention_scores, Q, K, **scale), (2, 3, 5))
-    single = [_array(f"attention_scores(Q[{b}], K[{b}]{', ' * bool(call)}{call})",
-                     _quiet(attention_scores, Q[b], K[b], **scale), (3, 5)) for b in range(2)]
+    batched = _array(f"attention_scores(Q, K{', ' * bool(written)}{written}) with a batch of 2",
+                     call(attention_scores, Q, K, **scale), (2, 3, 5))
+    single = [_array(f"attention_scores(Q[{b}], K[{b}]{', ' * bool(written)}{written})",
+                     call(attention_scores, Q[b], K[b], **scale), (3, 5)) for b in range(2)]
     if not _close(batched, np.stack(single)):
         _fail(f"with a leading batch dimension each batch entry should get its own Q Kᵀ{'' if scale else ' / √d_k'}; "
               "transpose only the last two axes of K (K.T reverses all of them)")
@@ -275,8 +275,8 @@ def check_scaling(attention_scores: Callable) -> None:
 
     rng = np.random.default_rng(1)
     Q, K = rng.normal(size=(2, 9)), rng.normal(size=(3, 9))  # d_k = 9, so √d_k = 3
-    raw = _array("attention_scores(Q, K, scale=False)", _quiet(attention_scores, Q, K, scale=False), (2, 3))
-    scaled = _array("attention_scores(Q, K)", _quiet(attention_scores, Q, K), (2, 3))
+    raw = _array("attention_scores(Q, K, scale=False)", call(attention_scores, Q, K, scale=False), (2, 3))
+    scaled = _array("attention_scores(Q, K)", call(attention_scores, Q, K), (2, 3))
     if not _close(scaled * 3, raw):
         ratio = float(np.vdot(raw, scaled) / np.vdot(scaled, scaled)) if np.any(scaled) else math.nan
         _fail(f"with d_k = 9 the scaled scores should be the unscaled ones divided by √d_k = 3; they are divided by "
@@ -305,7 +305,7 @@ def check_causal_mask(causal_mask: Callable) -> None:
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("causal_mask", causal_mask)
     for T in (1, 5):
-        mask = _array(f"causal_mask({T})", _quiet(causal_mask, T), (T, T), kind="b")
+        mask = _array(f"causal_mask({T})", call(causal_mask, T), (T, T), kind="b")
         i, j = np.indices((T, T))
         if np.any(mask & (j > i)):
             _fail(f"causal_mask({T}) lets a query attend to a future key (True at j > i): only j ≤ i is allowed")
@@ -339,7 +339,7 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -
     q = np.array([[2.0, 0.0, 0.0, 0.0]])
     k = np.array([[2.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
     v = np.array([[1.0, 0.0, 5.0], [0.0, 1.0, 5.0]])
-    out, w = _pair("scaled_dot_product_attention", _quiet(scaled_dot_product_attention, q, k, v))
+    out, w = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, q, k, v))
     w = _array("the weights", w, (1, 2))
     out = _array("the output", out, (1, 3))
     if not _close(w, [[0.88079708, 0.11920292]]):
@@ -348,7 +348,7 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -
               "attention_scores pass, the problem is in this function: is `scale` passed on?)")
     if not _close(out, [[0.88079708, 0.11920292, 5.0]]):
         _fail(f"the output should be weights @ V = [0.8808, 0.1192, 5.0], got {np.round(out, 4).tolist()}")
-    _, w = _pair("scaled_dot_product_attention", _quiet(scaled_dot_product_attention, q, k, v, scale=False))
+    _, w = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, q, k, v, scale=False))
     w = _array("the weights with scale=False", w, (1, 2))
     if not _close(w, [[0.98201379, 0.01798621]]):
         _fail(f"with scale=False the scores (4, 0) are not divided by √d_k, so the weights should be softmax(4, 0) = "
@@ -359,7 +359,7 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -
     Q, K, V = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 2))
     mask = rng.random((3, 5)) < 0.6
     mask[:, 0] = True
-    out, w = _pair("scaled_dot_product_attention", _quiet(scaled_dot_product_attention, Q, K, V, mask=mask))
+    out, w = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, Q, K, V, mask=mask))
     if isinstance(out, np.ndarray) and isinstance(w, np.ndarray) and out.shape == (2, 3, 5) and w.shape == (2, 3, 2):
         _fail("scaled_dot_product_attention returned (weights, output); return (output, weights) in that order")
     w = _array("the weights for a batch of 2", w, (2, 3, 5))
@@ -395,7 +395,7 @@ def check_causal_self_attention(causal_self_attention: Callable) -> None:
     rng = np.random.default_rng(5)
     x = rng.normal(size=(4, 6))
     W_q, W_k, W_v = (rng.normal(size=(6, 3)) for _ in range(3))
-    out, w = _pair("causal_self_attention", _quiet(causal_self_attention, x, W_q, W_k, W_v))
+    out, w = _pair("causal_self_attention", call(causal_self_attention, x, W_q, W_k, W_v))
     _array("the weights", w, (4, 4))
     _array("the output", out, (4, 3))
     if np.any(np.abs(np.triu(w, 1)) > 1e-12):
@@ -454,7 +454,7 @@ def check_attention_entropy(attention_entropy: Callable) -> None:
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_entropy_worked_cases(ASSIGNMENT, attention_entropy)
     weights = np.full((2, 3, 4), 0.25)
-    H = _quiet(attention_entropy, weights)
+    H = call(attention_entropy, weights)
     if isinstance(H, np.ndarray) and H.shape != (2, 3):
         _fail(f"attention_entropy should return one value per query row, shape (..., T_q) = (2, 3) for weights of "
               f"shape (2, 3, 4); got shape {H.shape}: sum over the last axis (keys) only and keep the others")
@@ -487,7 +487,7 @@ def check_rows_are_weighted_averages(scaled_dot_product_attention: Callable) -> 
     Q, K, V = rng.normal(size=(5, 8)), rng.normal(size=(7, 8)), rng.normal(size=(7, 3))
     mask = rng.random((5, 7)) < 0.6
     mask[:, 0] = True
-    out, w = _pair("scaled_dot_product_attention", _quiet(scaled_dot_product_attention, Q, K, V, mask=mask))
+    out, w = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, Q, K, V, mask=mask))
     w = _array("the weights", w, (5, 7))
     out = _array("the output", out, (5, 3))
     if np.any(w < 0):
@@ -526,10 +526,10 @@ def check_causality(causal_self_attention: Callable) -> None:
     T, d_model, d_head = 6, 8, 4
     x = rng.normal(size=(T, d_model))
     W_q, W_k, W_v = (rng.normal(size=(d_model, d_head)) for _ in range(3))
-    before, _ = _pair("causal_self_attention", _quiet(causal_self_attention, x, W_q, W_k, W_v))
+    before, _ = _pair("causal_self_attention", call(causal_self_attention, x, W_q, W_k, W_v))
     x_changed = x.copy()
     x_changed[-1] = rng.normal(size=d_model) * 3
-    after, _ = _pair("causal_self_attention", _quiet(causal_self_attention, x_changed, W_q, W_k, W_v))
+    after, _ = _pair("causal_self_attention", call(causal_self_attention, x_changed, W_q, W_k, W_v))
     before = _array("the output", before, (T, d_head))
     after = _array("the output", after, (T, d_head))
     changed = [i for i in range(T) if not np.allclose(before[i], after[i], rtol=1e-10, atol=1e-12)]
@@ -574,8 +574,8 @@ def check_scaling_prevents_saturation(scaled_dot_product_attention: Callable, at
     Q, K, V = rng.normal(size=(T, d_head)), rng.normal(size=(T, d_head)), rng.normal(size=(T, 2))
     entropies = []
     for scale in (True, False):
-        _, w = _pair("scaled_dot_product_attention", _quiet(scaled_dot_product_attention, Q, K, V, scale=scale))
-        H = _array("attention_entropy(weights)", _quiet(attention_entropy, _array("the weights", w, (T, T))), (T,))
+        _, w = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, Q, K, V, scale=scale))
+        H = _array("attention_entropy(weights)", call(attention_entropy, _array("the weights", w, (T, T))), (T,))
         entropies.append(float(np.mean(H)))
     scaled, unscaled = entropies
     ceiling = math.log(T)

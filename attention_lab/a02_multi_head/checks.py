@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from attention_lab.a01_attention import checks
-from attention_lab.core.self_check import attempt, call as _call, fail as _fail, float_array as _array, \
+from attention_lab.core.self_check import attempt, call, fail as _fail, float_array as _array, \
     normal_arrays as _random, ok as _ok
 from attention_lab.core.worked import check_worked_cases, describe_failure, passes_worked_cases, show
 
@@ -101,12 +101,12 @@ def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Cal
 
     Q, K, V = _random(2, (3, 5, 4), (3, 5, 4), (3, 5, 2))
     mask = np.tril(np.ones((5, 5), dtype=bool))
-    output, weights = _pair("scaled_dot_product_attention", _call(scaled_dot_product_attention, Q, K, V, mask=mask),
+    output, weights = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, Q, K, V, mask=mask),
                             [(3, 5, 2), (3, 5, 5)])
     _rows_sum_to_one("the weights", weights)
     _no_future("scaled_dot_product_attention", weights)
     for h in range(3):
-        alone = _pair("scaled_dot_product_attention", _call(scaled_dot_product_attention, Q[h], K[h], V[h], mask=mask),
+        alone = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, Q[h], K[h], V[h], mask=mask),
                       [(5, 2), (5, 5)])
         if not (np.allclose(alone[1], weights[h], rtol=1e-4, atol=1e-6)
                 and np.allclose(alone[0], output[h], rtol=1e-4, atol=1e-6)):
@@ -138,7 +138,7 @@ def check_split_heads(split_heads: Callable) -> None:
 
     T, d_model, n_heads = 5, 12, 3
     X = _labelled_tokens(T, d_model)
-    H = _array("split_heads(X, 3) for X of shape (5, 12)", _call(split_heads, X, n_heads), (n_heads, T, d_model // n_heads))
+    H = _array("split_heads(X, 3) for X of shape (5, 12)", call(split_heads, X, n_heads), (n_heads, T, d_model // n_heads))
     for h in range(n_heads):
         wrong = _tokens_in_rows(H[h])
         if wrong:
@@ -187,7 +187,7 @@ def check_merge_heads(merge_heads: Callable, split_heads: Callable | None = None
     n_heads, T, d_head = 3, 4, 2
     # Entry (h, t, j) is t + (h·d_head + j) / 100: every value names its token t.
     H = np.arange(T)[None, :, None] + (np.arange(n_heads)[:, None, None] * d_head + np.arange(d_head)) / 100.0
-    merged = _array("merge_heads(H) for H of shape (3, 4, 2)", _call(merge_heads, H), (T, n_heads * d_head))
+    merged = _array("merge_heads(H) for H of shape (3, 4, 2)", call(merge_heads, H), (T, n_heads * d_head))
     wrong = _tokens_in_rows(merged)
     if wrong:
         t, tokens = wrong[0]
@@ -204,7 +204,7 @@ def check_merge_heads(merge_heads: Callable, split_heads: Callable | None = None
     if not (isinstance(heads, np.ndarray) and heads.shape == (2, 5, 4)):
         print("(merge_heads(split_heads(X)) not checked: your split_heads does not pass its own self-check yet)")
         return
-    back = _call(merge_heads, heads)
+    back = call(merge_heads, heads)
     if not (isinstance(back, np.ndarray) and back.shape == X.shape and np.allclose(back, X)):
         _fail("merge_heads(split_heads(X, 2)) should give back X (shape (5, 8)), but it does not: merging must undo "
               "the split, so move the head axis back the way split_heads moved it")
@@ -236,14 +236,14 @@ def check_multi_head_attention(multi_head_attention: Callable) -> None:
     shapes = [(T, d_model), (n_heads, T, T)]
     mask = np.tril(np.ones((T, T), dtype=bool))
     output, weights = _pair("multi_head_attention",
-                            _call(multi_head_attention, x, W_q, W_k, W_v, W_o, n_heads, mask=mask), shapes)
+                            call(multi_head_attention, x, W_q, W_k, W_v, W_o, n_heads, mask=mask), shapes)
     _rows_sum_to_one("the weights", weights)
     _no_future("multi_head_attention", weights)
     _ok("for T = 5, d_model = 12, 3 heads: output (5, 12), weights (3, 5, 5); rows sum to 1; with a causal mask "
         "no head sees the future")
 
     doubled, weights_2 = _pair("multi_head_attention",
-                               _call(multi_head_attention, x, W_q, W_k, 3 * W_v, 2 * W_o, n_heads, mask=mask), shapes)
+                               call(multi_head_attention, x, W_q, W_k, 3 * W_v, 2 * W_o, n_heads, mask=mask), shapes)
     if not np.allclose(weights_2, weights, rtol=1e-4, atol=1e-6):
         _fail("changing W_v or W_o changed the weights: the weights depend only on the queries and keys (W_q, W_k)")
     if not np.allclose(doubled, 6 * output, rtol=1e-4, atol=1e-6):
@@ -279,12 +279,12 @@ def check_multi_head_facts(multi_head_attention: Callable, scaled_dot_product_at
     x, W_q, W_k, W_v, W_o = _random(11, (T, d_model), *[(d_model, d_model)] * 4)
     mask = np.tril(np.ones((T, T), dtype=bool))
     shapes = [(T, d_model), (n_heads, T, T)]
-    before, _ = _pair("multi_head_attention", _call(multi_head_attention, x, W_q, W_k, W_v, W_o, n_heads, mask=mask),
+    before, _ = _pair("multi_head_attention", call(multi_head_attention, x, W_q, W_k, W_v, W_o, n_heads, mask=mask),
                       shapes)
     changed = x.copy()
     changed[-1] += 5.0
     after, _ = _pair("multi_head_attention",
-                     _call(multi_head_attention, changed, W_q, W_k, W_v, W_o, n_heads, mask=mask), shapes)
+                     call(multi_head_attention, changed, W_q, W_k, W_v, W_o, n_heads, mask=mask), shapes)
     moved = [t for t in range(T - 1) if not np.allclose(before[t], after[t], rtol=1e-6, atol=1e-9)]
     if moved:
         _fail(f"changing only the last token changed the outputs at positions {moved}: with a causal mask, output t "
@@ -292,10 +292,10 @@ def check_multi_head_facts(multi_head_attention: Callable, scaled_dot_product_at
     _ok("causality: changing the last token changes only the last output row")
 
     single, single_weights = _pair("multi_head_attention",
-                                   _call(multi_head_attention, x, W_q, W_k, W_v, W_o, 1, mask=mask),
+                                   call(multi_head_attention, x, W_q, W_k, W_v, W_o, 1, mask=mask),
                                    [(T, d_model), (1, T, T)])
     heads, weights = _pair("scaled_dot_product_attention",
-                           _call(scaled_dot_product_attention, x @ W_q, x @ W_k, x @ W_v, mask=mask),
+                           call(scaled_dot_product_attention, x @ W_q, x @ W_k, x @ W_v, mask=mask),
                            [(T, d_model), (T, T)])
     if not (np.allclose(single_weights[0], weights, rtol=1e-4, atol=1e-6)
             and np.allclose(single, heads @ W_o, rtol=1e-4, atol=1e-6)):

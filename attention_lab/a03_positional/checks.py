@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from attention_lab.a01_attention import checks
-from attention_lab.core.self_check import call as _call, fail as _fail, float_array, normal_arrays as _random, ok as _ok
+from attention_lab.core.self_check import call, fail as _fail, float_array, normal_arrays as _random, ok as _ok
 from attention_lab.core.worked import check_worked_cases, show
 
 ASSIGNMENT = "03_positional_encoding"
@@ -94,7 +94,7 @@ def check_sinusoidal_positional_encoding(sinusoidal_positional_encoding: Callabl
     check_worked_cases(ASSIGNMENT, "sinusoidal_positional_encoding", sinusoidal_positional_encoding)
 
     T, d_model = 50, 16
-    pe = _array("sinusoidal_positional_encoding(50, 16)", _call(sinusoidal_positional_encoding, T, d_model),
+    pe = _array("sinusoidal_positional_encoding(50, 16)", call(sinusoidal_positional_encoding, T, d_model),
                 (T, d_model))
     if np.any(np.abs(pe) > 1 + 1e-6):
         _fail(f"some entries lie outside [−1, 1] (largest {np.abs(pe).max():.4g}): every entry is a sine or a cosine")
@@ -144,7 +144,7 @@ def check_dot_product_by_offset(dot_product_by_offset: Callable) -> None:
 
     (pe,) = _random(31, (9, 5))
     for t in (0, 4, 8):
-        got = _array(f"dot_product_by_offset(pe, {t}) for pe of shape (9, 5)", _call(dot_product_by_offset, pe, t),
+        got = _array(f"dot_product_by_offset(pe, {t}) for pe of shape (9, 5)", call(dot_product_by_offset, pe, t),
                      (9 - t,))
         if not np.isclose(got[0], pe[t] @ pe[t], rtol=1e-6):
             _fail(f"entry k = 0 should be pe[{t}]·pe[{t}] (the squared length of row {t}); got {got[0]:.6g}")
@@ -172,7 +172,7 @@ def check_offset_rotation(offset_rotation: Callable) -> None:
     check_worked_cases(ASSIGNMENT, "offset_rotation", offset_rotation)
 
     d_model = 8
-    R = {k: _array(f"offset_rotation({k}, 8)", _call(offset_rotation, k, d_model), (d_model, d_model))
+    R = {k: _array(f"offset_rotation({k}, 8)", call(offset_rotation, k, d_model), (d_model, d_model))
          for k in (0, 3, 4, 7, -3)}
     if not np.allclose(R[0], np.eye(d_model), atol=1e-6):
         _fail("offset_rotation(0, d_model) should be the identity: moving 0 positions changes nothing")
@@ -232,7 +232,7 @@ def check_self_attention(self_attention: Callable) -> None:
 
     T, d_model, d_head = 5, 6, 3
     x, W_q, W_k, W_v = _random(51, (T, d_model), *[(d_model, d_head)] * 3)
-    output, weights = _pair("self_attention", _call(self_attention, x, W_q, W_k, W_v), [(T, d_head), (T, T)])
+    output, weights = _pair("self_attention", call(self_attention, x, W_q, W_k, W_v), [(T, d_head), (T, T)])
     if np.any(weights < 0) or not np.allclose(weights.sum(axis=-1), 1.0, atol=1e-6):
         _fail(f"each row of weights should be non-negative and sum to 1; row sums {show(weights.sum(axis=-1), 160)}")
     if np.allclose(np.triu(weights, 1), 0.0):
@@ -261,9 +261,9 @@ def check_add_positions(add_positions: Callable) -> None:
     check_worked_cases(ASSIGNMENT, "add_positions", add_positions)
 
     (x,) = _random(61, (6, 8))
-    result = _array("add_positions(x) for x of shape (6, 8)", _call(add_positions, x), (6, 8))
+    result = _array("add_positions(x) for x of shape (6, 8)", call(add_positions, x), (6, 8))
     added = result - x
-    other = _array("add_positions(2 * x)", _call(add_positions, 2 * x), (6, 8)) - 2 * x
+    other = _array("add_positions(2 * x)", call(add_positions, 2 * x), (6, 8)) - 2 * x
     if not np.allclose(added, other, atol=1e-6):
         _fail("add_positions(x) − x should not depend on x: the same encodings are added whatever the tokens are")
     if not np.allclose(added[0], np.tile([0.0, 1.0], 4), atol=1e-6):
@@ -293,7 +293,7 @@ def check_permutation_gap(permutation_gap: Callable) -> None:
     x, W_q, W_k, W_v = _random(71, (T, d_model), *[(d_model, d_head)] * 3)
     shuffle, identity = np.array([2, 0, 5, 1, 3, 4]), np.arange(T)
     gap = {(name, positions): _number(f"permutation_gap(…, perm={name}, positions={positions})",
-                                      _call(permutation_gap, x, W_q, W_k, W_v, perm, positions=positions))
+                                      call(permutation_gap, x, W_q, W_k, W_v, perm, positions=positions))
            for name, perm in (("shuffle", shuffle), ("identity", identity)) for positions in (False, True)}
     if any(value < 0 for value in gap.values()):
         _fail("the gap is a largest absolute difference, so it is never negative")

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from attention_lab.core.self_check import CALL_SECONDS, attempt, call as _call, fail as _fail, float_array, ok as _ok
+from attention_lab.core.self_check import CALL_SECONDS, attempt, call, fail as _fail, float_array, ok as _ok
 from attention_lab.core.worked import check_worked_cases, show
 
 ASSIGNMENT = "05_kv_cache"
@@ -66,7 +66,7 @@ def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Cal
     rng = np.random.default_rng(50)
     Q, K, V = rng.normal(size=(2, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
     allowed = np.array([[True, True, True, True, False], [True, True, True, True, True]])
-    result = _call(scaled_dot_product_attention, Q, K, V, mask=allowed)
+    result = call(scaled_dot_product_attention, Q, K, V, mask=allowed)
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         _fail("scaled_dot_product_attention should return (output, weights)")
     output = _array("the output for 2 queries over 5 keys", result[0], (2, 3))
@@ -101,7 +101,7 @@ def check_causal_mask(causal_mask: Callable) -> None:
     check_worked_cases(ASSIGNMENT, "causal_mask", causal_mask)
     for T_k in range(1, 7):
         for T_q in range(1, T_k + 1):
-            mask = _call(causal_mask, T_q, T_k)
+            mask = call(causal_mask, T_q, T_k)
             if not isinstance(mask, np.ndarray) or mask.shape != (T_q, T_k) or mask.dtype != np.bool_:
                 got = f"{mask.dtype} array of shape {mask.shape}" if isinstance(mask, np.ndarray) else \
                     type(mask).__name__
@@ -115,9 +115,9 @@ def check_causal_mask(causal_mask: Callable) -> None:
                              and T_q < T_k else ""))
     _ok("causal_mask(T_q, T_k) lets new query i see keys 0 … i + T_k − T_q for every 1 ≤ T_q ≤ T_k ≤ 6")
     for T in (1, 4):
-        square = _call(causal_mask, T)
+        square = call(causal_mask, T)
         if not isinstance(square, np.ndarray) or square.shape != (T, T) or \
-                not np.array_equal(square, _call(causal_mask, T, T)):
+                not np.array_equal(square, call(causal_mask, T, T)):
             _fail(f"causal_mask({T}) (T_k omitted) should equal causal_mask({T}, {T})")
     _ok("with T_k omitted the mask is the square one of assignment 1")
 
@@ -145,7 +145,7 @@ def check_attend_with_cache(attend_with_cache: Callable) -> None:
     rng = np.random.default_rng(52)
     x, W_q, W_k, W_v = _problem(rng, 7, 6, 3)
     K_cache, V_cache = x[:4] @ W_k, x[:4] @ W_v
-    result = _triple(_call(attend_with_cache, x[4:], K_cache, V_cache, W_q, W_k, W_v), "attend_with_cache")
+    result = _triple(call(attend_with_cache, x[4:], K_cache, V_cache, W_q, W_k, W_v), "attend_with_cache")
     out = _array("out_new for 3 new tokens over a cache of 4", result[0], (3, 3))
     K_new = _array("K_cache_new for 3 new tokens over a cache of 4", result[1], (7, 3))
     V_new = _array("V_cache_new for 3 new tokens over a cache of 4", result[2], (7, 3))
@@ -167,7 +167,7 @@ def check_attend_with_cache(attend_with_cache: Callable) -> None:
 
     one_by_one, K_step, V_step = [], K_cache, V_cache
     for i in range(4, 7):
-        step = _triple(_call(attend_with_cache, x[i:i + 1], K_step, V_step, W_q, W_k, W_v), "attend_with_cache")
+        step = _triple(call(attend_with_cache, x[i:i + 1], K_step, V_step, W_q, W_k, W_v), "attend_with_cache")
         one_by_one.append(_array(f"out_new for one new token over a cache of {i}", step[0], (1, 3)))
         K_step, V_step = step[1], step[2]
     one_by_one = np.concatenate(one_by_one)
@@ -220,15 +220,15 @@ def check_decode_incrementally(decode_incrementally: Callable, scaled_dot_produc
         _fail(f"decoding with the cache differs from your full causal attention by {largest:.1g}: the size of "
               "float32 rounding. Decoding must reproduce full attention to 1e-12, so keep every array in float64")
     check_worked_cases(ASSIGNMENT, "decode_incrementally", decode_incrementally)
-    mask = _call(causal_mask, T)
-    full = _call(scaled_dot_product_attention, x @ W_q, x @ W_k, x @ W_v, mask=mask)
+    mask = call(causal_mask, T)
+    full = call(scaled_dot_product_attention, x @ W_q, x @ W_k, x @ W_v, mask=mask)
     if not isinstance(full, (tuple, list)) or not isinstance(full[0], np.ndarray) or full[0].shape != (T, d_head):
         _fail("your scaled_dot_product_attention (step 0) does not return (output, weights) of the right shapes, "
               "so the full attention to compare with cannot be computed; fix step 0 first")
     full = full[0]
     for chunk in (1, 3, 4, T, 25):
         decoded = _array(f"decode_incrementally(x, W_q, W_k, W_v, chunk={chunk}) with T = {T}",
-                         _call(decode_incrementally, x, W_q, W_k, W_v, chunk=chunk), (T, d_head))
+                         call(decode_incrementally, x, W_q, W_k, W_v, chunk=chunk), (T, d_head))
         difference = np.abs(decoded - full)
         if not np.all(difference <= SAME):
             first = int(np.argmax((difference > SAME).any(axis=1)))
@@ -243,7 +243,7 @@ def check_decode_incrementally(decode_incrementally: Callable, scaled_dot_produc
 
     changed = x.copy()
     changed[T - 1] += 1.0
-    moved = np.abs(_call(decode_incrementally, changed, W_q, W_k, W_v, chunk=3) - full).max(axis=1)
+    moved = np.abs(call(decode_incrementally, changed, W_q, W_k, W_v, chunk=3) - full).max(axis=1)
     if np.any(moved[:-1] > SAME):
         _fail("changing the last token changed earlier outputs: the future leaks into the past")
     _ok("changing the last token changes only the last output")
@@ -273,7 +273,7 @@ def check_attention_cost_per_token(attention_cost_per_token: Callable) -> None:
     for cached in (True, False):
         values = []
         for t in range(1, 9):
-            value = _call(attention_cost_per_token, t, d_model, d_head, cached)
+            value = call(attention_cost_per_token, t, d_model, d_head, cached)
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
                     or not np.isfinite(value) or value != round(float(value)):
                 _fail(f"attention_cost_per_token({t}, {d_model}, {d_head}, cached={cached}) should be a whole "

@@ -214,7 +214,8 @@ def call_learner(function: Callable, *args, seconds: float, copy_arrays: bool = 
         args = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
         kwargs = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
     recording = record_warnings is not None
-    errors = {"over": "warn", "divide": "warn", "invalid": "warn", "under": "ignore"} if recording else {"all": "ignore"}
+    # NumPy's defaults when recording (a learner's np.seterr does not change what warns), else all silenced
+    errors = dict(over="warn", divide="warn", invalid="warn", under="ignore") if recording else dict(all="ignore")
     sink, caught = io.StringIO(), None
     try:
         with warnings.catch_warnings(record=recording) as caught, np.errstate(**errors), time_limit(seconds):

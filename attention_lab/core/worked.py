@@ -9,15 +9,8 @@ learner's function on those inputs and, when a result is wrong, says in plain
 words what differs, which known mistake gives the same numbers (with a hint
 that points to the idea without giving code), or which property fails.
 
-The JSON encoding of values is defined here, next to its only reader:
-
-* ``None``, booleans, integers, strings and finite floats are JSON values
-  (floats written with enough digits to round-trip exactly);
-* a non-finite float is ``{"float": "nan" | "inf" | "-inf"}``;
-* an array is ``{"ndarray": {"dtype": ..., "shape": [...], "data": nested lists}}``,
-  non-finite entries written as the strings ``"nan"``, ``"inf"``, ``"-inf"``;
-* a NumPy scalar is ``{"numpy_scalar": {"dtype": ..., "value": ...}}``;
-* a tuple is ``{"tuple": [...]}``, a dict ``{"dict": {...}}`` (string keys).
+The stored values are in the readable JSON form of
+:func:`attention_lab.core.values.encode_stored` (``encode`` and ``decode`` here).
 """
 
 from __future__ import annotations
@@ -29,13 +22,13 @@ import inspect
 import io
 import json
 import linecache
-import math
 import numbers
 import textwrap
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
+from attention_lab.core import values
 from attention_lab.core.calls import FunctionTimedOut, call_learner
 
 CALL_SECONDS = 5.0  # a correct answer takes milliseconds on a worked case
@@ -66,100 +59,8 @@ class SelfCheckFailed(AssertionError):
         return rendered
 
 
-# ---------------------------------------------------------------- JSON encoding of values
-_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-
-
-def _float_item(value: float):
-    value = float(value)
-    if math.isfinite(value):
-        return value
-    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-
-
-def _array_items(array: np.ndarray):
-    if array.dtype.kind == "f":
-        return [_array_items(a) for a in array] if array.ndim else _float_item(array.item())
-    return array.tolist()
-
-
-def encode(value) -> Any:
-    """A JSON-ready form of ``value`` that :func:`decode` turns back into an equal value, bit for bit.
-
-    Parameters
-    ----------
-    value : None, bool, int, float, str, numpy.ndarray, numpy scalar, or a tuple, list or dict of these
-        Arrays must have a boolean, integer or floating dtype.
-
-    Returns
-    -------
-    object
-        Built from dicts, lists, strings, numbers, booleans and None only.
-
-    Raises
-    ------
-    TypeError
-        If ``value`` (or an item of it) is of another type, or an array has
-        another dtype (complex, object, ...).
-    """
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in "biuf":
-            raise TypeError(f"cannot store an array of dtype {value.dtype} (only bool, integer and float)")
-        return {"ndarray": {"dtype": value.dtype.name, "shape": list(value.shape), "data": _array_items(value)}}
-    if isinstance(value, np.generic):
-        if value.dtype.kind not in "biuf":
-            raise TypeError(f"cannot store a NumPy scalar of dtype {value.dtype}")
-        item = _float_item(value.item()) if value.dtype.kind == "f" else value.item()
-        return {"numpy_scalar": {"dtype": value.dtype.name, "value": item}}
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {"float": _float_item(value)}
-    if isinstance(value, tuple):
-        return {"tuple": [encode(v) for v in value]}
-    if isinstance(value, list):
-        return [encode(v) for v in value]
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {"dict": {k: encode(v) for k, v in value.items()}}
-    raise TypeError(f"cannot store a value of type {type(value).__name__}")
-
-
-def _float_data(items):
-    if isinstance(items, list):
-        return [_float_data(i) for i in items]
-    return _NON_FINITE[items] if isinstance(items, str) else items
-
-
-def decode(data) -> Any:
-    """The value that :func:`encode` stored as ``data`` (a fresh object on every call).
-
-    Raises
-    ------
-    ValueError
-        If ``data`` is not something :func:`encode` writes.
-    """
-    if data is None or isinstance(data, (bool, int, float, str)):
-        return data
-    if isinstance(data, list):
-        return [decode(d) for d in data]
-    if isinstance(data, dict) and len(data) == 1:
-        (tag, body), = data.items()
-        if tag == "ndarray":
-            dtype = np.dtype(body["dtype"])
-            items = _float_data(body["data"]) if dtype.kind == "f" else body["data"]
-            return np.array(items, dtype=dtype).reshape(body["shape"])
-        if tag == "numpy_scalar":
-            dtype = np.dtype(body["dtype"])
-            return dtype.type(_NON_FINITE.get(body["value"], body["value"]) if dtype.kind == "f" else body["value"])
-        if tag == "float":
-            return _NON_FINITE[body]
-        if tag == "tuple":
-            return tuple(decode(d) for d in body)
-        if tag == "dict":
-            return {k: decode(v) for k, v in body.items()}
-    raise ValueError(f"not an encoded worked-case value: {data!r:.200}")
+# ---------------------------------------------------------------- the stored values
+encode, decode = values.encode_stored, values.decode_stored  # the worked cases' form of values (see values)
 
 
 # ---------------------------------------------------------------- showing values small
@@ -591,7 +492,7 @@ def worked_cases(assignment_name: str, function_name: str | None = None) -> list
 
 
 # ---------------------------------------------------------------- running a learner's function on a case
-def _call(function: Callable, case: dict, seconds: float):
+def _run_case(function: Callable, case: dict, seconds: float):
     """``(result, error, warned, changed)`` of the learner's function on fresh copies of the case's inputs.
 
     ``changed`` names the array arguments the function modified in place.
@@ -669,7 +570,7 @@ def check_one_case(case: dict, function: Callable, seconds: float | None = None)
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     seconds = CALL_SECONDS if seconds is None else seconds
-    result, error, warned, changed = _call(function, case, seconds)
+    result, error, warned, changed = _run_case(function, case, seconds)
     name = case["function"]
     if error is not None and is_a(error, "NotImplementedError"):  # this function, or one it calls, is a stub
         raise SelfCheckFailed(describe_failure(function, error, seconds))
