@@ -101,6 +101,18 @@ def call_for_visible_part(function: Callable, *args, **kwargs):
     inside it, or not defined), one line says so and :data:`NOT_CHECKED` is
     returned: each step is graded on its own.
 
+    Parameters
+    ----------
+    function : callable
+        The learner's function.
+    *args, **kwargs
+        Passed to ``function``, arrays as copies.
+
+    Returns
+    -------
+    object
+        What ``function`` returned, or :data:`NOT_CHECKED`.
+
     Raises
     ------
     SelfCheckFailed
@@ -558,6 +570,15 @@ def check_scaling_prevents_saturation(scaled_dot_product_attention: Callable, at
     ln T (÷√d_k gives scores of variance 1; ÷d_k would leave the weights
     almost uniform) and that the unscaled entropy is below half the scaled
     one (Vaswani et al. 2017, §3.2.1 and footnote 4).
+
+    Parameters
+    ----------
+    scaled_dot_product_attention : callable
+        The learner's function, called with Q, K (T, d_head), V (T, 2), float64, and ``scale`` True or False.
+    attention_entropy : callable
+        The learner's function, called with the weights (T, T); returns (T,) entropies in nats.
+    d_head, T : int
+        Dimension of the queries and keys, and number of positions.
 
     Returns
     -------

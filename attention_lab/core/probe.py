@@ -273,6 +273,18 @@ def collect(namespace: dict, request: dict) -> dict:
 
     A later pass's request (with ``"stand_ins"``) carries only some of the step's cases; each result
     then has the case's ``"index"`` in the step.
+
+    Parameters
+    ----------
+    namespace : dict
+        The notebook's global namespace.
+    request : dict
+        ``{"grade_id", "cases", "earlier"?, "stand_ins"?}`` as the grader packs it.
+
+    Returns
+    -------
+    dict
+        Each result as :func:`call_case` describes it.
     """
     earlier, stand_ins = request.get("earlier", ()), request.get("stand_ins")
     results = []

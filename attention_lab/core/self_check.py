@@ -15,13 +15,17 @@ from typing import Callable
 import numpy as np
 
 from attention_lab.core.calls import call_learner
-from attention_lab.core.worked import SelfCheckFailed, changed_arguments, describe_failure, in_place_message
-
-CALL_SECONDS = 5.0  # a correct answer takes milliseconds on the checks' inputs
+from attention_lab.core.worked import CALL_SECONDS, SelfCheckFailed, changed_arguments, describe_failure, \
+    in_place_message
 
 
 def fail(message: str) -> None:
     """Stop the self-check with ``message``.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong, in plain words; a notebook shows it alone, marked ✗.
 
     Raises
     ------
@@ -33,12 +37,28 @@ def fail(message: str) -> None:
 
 
 def ok(message: str) -> None:
-    """Print one passed test as a ticked line."""
+    """Print one passed test as a ticked line, ``✓ message``.
+
+    Parameters
+    ----------
+    message : str
+        What the learner's function does right.
+    """
     print(f"✓ {message}")
 
 
 def learner_name(function) -> str:
-    """The name a message uses for a learner's function."""
+    """The name a message uses for a learner's function.
+
+    Parameters
+    ----------
+    function : callable
+
+    Returns
+    -------
+    str
+        Its ``__name__``, or ``"your function"`` for a callable without one.
+    """
     return getattr(function, "__name__", "your function")
 
 
@@ -94,6 +114,16 @@ def call_recording_warnings(function: Callable, *args, seconds: float = CALL_SEC
 
 def call(function: Callable, *args, seconds: float = CALL_SECONDS, **kwargs):
     """:func:`call_recording_warnings` without the warnings: what the function returned.
+
+    Parameters
+    ----------
+    function, *args, seconds, **kwargs
+        As for :func:`call_recording_warnings`.
+
+    Returns
+    -------
+    object
+        The learner's result.
 
     Raises
     ------

@@ -75,6 +75,19 @@ def encode(value: Any, depth: int = 0) -> Any:
     ``None``, and ``tuple``/``list`` of these up to :data:`MAX_DEPTH` levels.
     Exact types are required for containers, so a subclass cannot hide
     behaviour in ``__iter__``. Anything else becomes ``{"unsupported": <type name>}``.
+
+    Parameters
+    ----------
+    value : object
+        Typically what a learner's function returned, or a hidden input.
+    depth : int
+        How deep in containers ``value`` already is (for the recursion).
+
+    Returns
+    -------
+    object
+        JSON-ready data: dicts, lists, strings, numbers, booleans and None. Never raises for an
+        unsupported value; it is described instead.
     """
     kind = type(value)
     if value is None or kind in (bool, str):
@@ -100,6 +113,17 @@ def encode(value: Any, depth: int = 0) -> Any:
 
 def decode(data: Any) -> Any:
     """Inverse of :func:`encode`; unsupported values become :class:`Unsupported`.
+
+    Parameters
+    ----------
+    data : object
+        What :func:`encode` produced (after a JSON round trip).
+
+    Returns
+    -------
+    object
+        Plain ``numpy.ndarray`` (an :class:`ArrayFromSubclass` for a learner's subclass), NumPy scalar,
+        Python scalar, tuple, list or :class:`Unsupported`.
 
     Raises
     ------
@@ -129,17 +153,55 @@ def decode(data: Any) -> Any:
 
 
 def dumps(data: Any) -> str:
-    """JSON text of encoded data (compact, key order kept)."""
+    """JSON text of encoded data (compact, key order kept).
+
+    Parameters
+    ----------
+    data : object
+        Encoded data, as :func:`encode` returns it (or a request built of such data).
+
+    Returns
+    -------
+    str
+    """
     return json.dumps(data, separators=(",", ":"))
 
 
 def pack(data: Any) -> str:
-    """Encoded data as one line of base64 text, to embed in a code cell."""
+    """Encoded data as one line of base64 text, to embed in a code cell.
+
+    Parameters
+    ----------
+    data : object
+        JSON-ready data (a request of encoded values).
+
+    Returns
+    -------
+    str
+        ASCII only, no newline.
+    """
     return base64.b64encode(dumps(data).encode("utf-8")).decode("ascii")
 
 
 def unpack(text: str) -> Any:
-    """Inverse of :func:`pack`."""
+    """Inverse of :func:`pack`.
+
+    Parameters
+    ----------
+    text : str
+        What :func:`pack` returned.
+
+    Returns
+    -------
+    object
+        The JSON-ready data.
+
+    Raises
+    ------
+    ValueError
+        If ``text`` is not base64 of UTF-8 JSON (``binascii.Error``, ``UnicodeDecodeError`` and
+        ``json.JSONDecodeError`` are ValueErrors).
+    """
     return json.loads(base64.b64decode(text.encode("ascii")).decode("utf-8"))
 
 
@@ -211,6 +273,17 @@ def _float_data(items):
 
 def decode_stored(data) -> Any:
     """The value that :func:`encode_stored` stored as ``data`` (a fresh object on every call).
+
+    Parameters
+    ----------
+    data : object
+        What :func:`encode_stored` returned, as read back from JSON.
+
+    Returns
+    -------
+    object
+        Equal to the stored value bit for bit: arrays and NumPy scalars with their dtype, tuples,
+        lists, dicts and Python scalars.
 
     Raises
     ------

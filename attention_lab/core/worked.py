@@ -31,7 +31,7 @@ import numpy as np
 from attention_lab.core import values
 from attention_lab.core.calls import FunctionTimedOut, call_learner
 
-CALL_SECONDS = 5.0  # a correct answer takes milliseconds on a worked case
+CALL_SECONDS = 5.0  # per call of a learner's function in a self-check; a correct answer takes milliseconds
 FORMAT = 2  # version of the JSON layout written by autograder.grader.worked_cases (2: cases carry exact_dtype)
 
 
@@ -85,6 +85,18 @@ def show(value, limit: int = 300) -> str:
     Arrays appear as nested lists with 4 significant digits (the dtype named
     unless float64, bool or int64), arrays of more than 60 entries by their
     shape and dtype only; text longer than ``limit`` characters is cut.
+
+    Parameters
+    ----------
+    value : object
+        Anything; a learner's own object is shown as ``<TypeName object>``, its ``__repr__`` never run.
+    limit : int
+        Longest text returned, in characters (a cut ends with "…").
+
+    Returns
+    -------
+    str
+        One line.
     """
     try:
         if isinstance(value, np.ndarray):
@@ -236,6 +248,15 @@ def failing_properties(got, want, *, rtol: float = 1e-4, atol: float = 1e-6) -> 
     future position (key j > query i) has weight or is allowed; whether
     entries that should be exactly 0 are not.
 
+    Parameters
+    ----------
+    got : object
+        What the learner's function returned.
+    want : object
+        The expected value: an array, or a tuple of them.
+    rtol, atol : float
+        Tolerances, as for :func:`describe_difference`.
+
     Returns
     -------
     list of str
@@ -312,6 +333,16 @@ def describe_exception(error: BaseException) -> str:
 
     An exception without a message is named by its type alone (``"ValueError"``),
     with no colon and no dash unless a hint follows.
+
+    Parameters
+    ----------
+    error : BaseException
+        What the learner's function raised.
+
+    Returns
+    -------
+    str
+        One line; the message is the exception's own ``str``.
     """
     message = str(error).strip()
     text = f"{type(error).__name__}: {message}" if message else type(error).__name__
@@ -425,7 +456,19 @@ def changed_arguments(function: Callable, originals: tuple, used: tuple, kwargs:
 
 
 def in_place_message(function_name: str, changed: list[str]) -> str:
-    """The failure for a call that changed its inputs: names the arguments."""
+    """The failure for a call that changed its inputs: names the arguments.
+
+    Parameters
+    ----------
+    function_name : str
+        The learner's function, as messages name it.
+    changed : list of str
+        The arguments it modified, as :func:`changed_arguments` names them (at least one).
+
+    Returns
+    -------
+    str
+    """
     what = " and ".join(changed)
     return (f"{function_name} modified its argument{'s' * (len(changed) > 1)} {what} in place; compute a new array "
             f"instead and leave {what} as {'they were' if len(changed) > 1 else 'it was'} (the caller still needs "
@@ -433,7 +476,21 @@ def in_place_message(function_name: str, changed: list[str]) -> str:
 
 
 def is_a(error: BaseException, class_name: str) -> bool:
-    """Whether ``error`` is an instance of a class named ``class_name`` (or of a subclass of one)."""
+    """Whether ``error`` is an instance of a class named ``class_name`` (or of a subclass of one).
+
+    By name, because the worked cases store the exceptions a case or a known
+    mistake raises as names (``"ValueError"``).
+
+    Parameters
+    ----------
+    error : BaseException
+    class_name : str
+        ``"NotImplementedError"``, ``"ValueError"``, ...
+
+    Returns
+    -------
+    bool
+    """
     return any(cls.__name__ == class_name for cls in type(error).__mro__)
 
 
@@ -480,10 +537,24 @@ def worked_cases(assignment_name: str, function_name: str | None = None) -> list
     ``no_warnings``, ``exact_dtype``, ``expected`` and ``mistakes`` (values still encoded; see
     :func:`decode`).
 
+    Parameters
+    ----------
+    assignment_name : str
+        The assignment id the stored file names ("01_scaled_dot_product_attention").
+    function_name : str, optional
+        Only this function's cases.
+
+    Returns
+    -------
+    list of dict
+        In the stored order.
+
     Raises
     ------
     FileNotFoundError
         If the package holds no worked cases for the assignment.
+    ValueError
+        If the stored file has another format version than :data:`FORMAT`.
     """
     data = json.loads(_stored(assignment_name))
     if data.get("format") != FORMAT:
@@ -561,6 +632,15 @@ def _failure(case: dict, problem: str, details: list[str], received=_NOTHING) ->
 
 def check_one_case(case: dict, function: Callable, seconds: float | None = None) -> None:
     """Run ``function`` on one stored worked case; raise :class:`SelfCheckFailed` with a plain-words message if wrong.
+
+    Parameters
+    ----------
+    case : dict
+        One of :func:`worked_cases`.
+    function : callable
+        The learner's function, called on fresh copies of the case's inputs.
+    seconds : float, optional
+        Time limit for the call (default :data:`CALL_SECONDS`).
 
     Raises
     ------
