@@ -20,8 +20,7 @@ from typing import Callable
 import numpy as np
 
 from attention_lab.core import worked
-from attention_lab.core.calls import call_learner
-from attention_lab.core.self_check import CALL_SECONDS, call as _quiet, fail as _fail, learner_name, ok as _ok
+from attention_lab.core.self_check import CALL_SECONDS, attempt, call, fail as _fail, learner_name, ok as _ok
 from attention_lab.core.worked import SelfCheckFailed
 
 __all__ = ["SelfCheckFailed", "expect_shapes", "check_worked_cases", "check_softmax", "check_attention_scores", "check_scaling",
@@ -122,6 +121,18 @@ def call_for_visible_part(function: Callable, *args, **kwargs):
     inside it, or not defined), one line says so and :data:`NOT_CHECKED` is
     returned: each step is graded on its own.
 
+    Parameters
+    ----------
+    function : callable
+        The learner's function.
+    *args, **kwargs
+        Passed to ``function``, arrays as copies.
+
+    Returns
+    -------
+    object
+        What ``function`` returned, or :data:`NOT_CHECKED`.
+
     Raises
     ------
     SelfCheckFailed
@@ -129,10 +140,9 @@ def call_for_visible_part(function: Callable, *args, **kwargs):
         or says that the function is not answered yet.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    try:
-        return call_learner(function, *args, seconds=CALL_SECONDS, copy_arrays=True, **kwargs)
-    except Exception as failure:  # noqa: BLE001 — a learner's error becomes a message, or is another step's
-        error = failure
+    result, error = attempt(function, *args, **kwargs)
+    if error is None:
+        return result
     culprit = _other_course_function_behind(function, error)
     if culprit is None:
         _fail(worked.describe_failure(function, error, CALL_SECONDS))
@@ -197,17 +207,25 @@ def _pair(name: str, result) -> tuple:
 def check_softmax(softmax: Callable) -> None:
     """Self-check ``softmax(x, axis=-1)``: the worked cases, then probabilities along any axis and float32 logits.
 
+    Parameters
+    ----------
+    softmax : callable
+        The learner's function: ``x`` of any shape and the ``axis`` to normalise along; returns a floating-point
+        array of ``x``'s shape whose entries along ``axis`` are ≥ 0 and sum to 1.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong (naming a known mistake where one matches); when, for a
+        (2, 3, 4) input and axis −1, 0 or 1, an entry is negative, NaN or infinite or the sums along ``axis``
+        are not 1; or when float32 logits [100, 0] do not give [1, 0].
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("softmax", softmax)
 
     x = np.random.default_rng(0).normal(0.0, 3.0, size=(2, 3, 4))
     for axis in (-1, 0, 1):
-        p = _array(f"softmax(x, axis={axis}) for x of shape (2, 3, 4)", _quiet(softmax, x, axis=axis), x.shape)
+        p = _array(f"softmax(x, axis={axis}) for x of shape (2, 3, 4)", call(softmax, x, axis=axis), x.shape)
         if np.any(p < 0) or not np.all(np.isfinite(p)):
             _fail(f"softmax(x, axis={axis}) has negative, NaN or infinite entries; probabilities are finite and ≥ 0")
         if not _close(p.sum(axis=axis), 1.0):
@@ -217,7 +235,7 @@ def check_softmax(softmax: Callable) -> None:
                      "the division" if other else f"; the sums are {np.round(p.sum(axis=axis), 4).tolist()}"))
     _ok("for a 3-D input and axis = -1, 0 and 1 the probabilities are ≥ 0 and sum to 1 along that axis")
 
-    single = _quiet(softmax, np.array([[100.0, 0.0]], dtype=np.float32))
+    single = call(softmax, np.array([[100.0, 0.0]], dtype=np.float32))
     if not (isinstance(single, np.ndarray) and np.all(np.isfinite(single)) and _close(single, [[1.0, 0.0]])):
         _fail("softmax of float32 logits [100, 0] should be [1, 0] (float32 exp overflows above about 88.7); "
               f"got {worked.show(single)}")
@@ -233,12 +251,12 @@ def _unscaled(case: dict) -> bool:
 def _batch_entries_on_their_own(attention_scores: Callable, rng: np.random.Generator, **scale) -> None:
     """Fail unless a batch of 2 gives each entry the scores it gets alone (``scale`` passed on as given)."""
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    call = ", ".join(f"{k}={v}" for k, v in scale.items())
+    written = ", ".join(f"{k}={v}" for k, v in scale.items())
     Q, K = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
-    batched = _array(f"attention_scores(Q, K{', ' * bool(call)}{call}) with a batch of 2",
-                     _quiet(attention_scores, Q, K, **scale), (2, 3, 5))
-    single = [_array(f"attention_scores(Q[{b}], K[{b}]{', ' * bool(call)}{call})",
-                     _quiet(attention_scores, Q[b], K[b], **scale), (3, 5)) for b in range(2)]
+    batched = _array(f"attention_scores(Q, K{', ' * bool(written)}{written}) with a batch of 2",
+                     call(attention_scores, Q, K, **scale), (2, 3, 5))
+    single = [_array(f"attention_scores(Q[{b}], K[{b}]{', ' * bool(written)}{written})",
+                     call(attention_scores, Q[b], K[b], **scale), (3, 5)) for b in range(2)]
     if not _close(batched, np.stack(single)):
         _fail(f"with a leading batch dimension each batch entry should get its own Q Kᵀ{'' if scale else ' / √d_k'}; "
               "transpose only the last two axes of K (K.T reverses all of them)")
@@ -250,10 +268,17 @@ def check_attention_scores(attention_scores: Callable) -> None:
     Only ``scale=False`` is checked here: the notebook lets learners write the
     scaling in step 3, whose own check is :func:`check_scaling`.
 
+    Parameters
+    ----------
+    attention_scores : callable
+        The learner's function: ``Q`` (..., T_q, d_k) and ``K`` (..., T_k, d_k), float; returns the float
+        scores (..., T_q, T_k).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first unscaled worked case it gets wrong, or when a batch of 2 (Q (2, 3, 4), K (2, 5, 4))
+        does not give each entry the scores it gets alone.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("attention_scores", attention_scores, select=_unscaled)
@@ -265,18 +290,25 @@ def check_attention_scores(attention_scores: Callable) -> None:
 def check_scaling(attention_scores: Callable) -> None:
     """Self-check step 3, ``attention_scores(Q, K)`` with the default ``scale=True``: ÷√d_k, also with batch dimensions.
 
+    Parameters
+    ----------
+    attention_scores : callable
+        The learner's function, as for :func:`check_attention_scores`.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first scaled worked case it gets wrong; when, with d_k = 9, the scaled scores are not the
+        unscaled ones divided by 3 (saying what they are divided by); or when batch entries are not
+        scored on their own.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("attention_scores", attention_scores, select=lambda case: not _unscaled(case))
 
     rng = np.random.default_rng(1)
     Q, K = rng.normal(size=(2, 9)), rng.normal(size=(3, 9))  # d_k = 9, so √d_k = 3
-    raw = _array("attention_scores(Q, K, scale=False)", _quiet(attention_scores, Q, K, scale=False), (2, 3))
-    scaled = _array("attention_scores(Q, K)", _quiet(attention_scores, Q, K), (2, 3))
+    raw = _array("attention_scores(Q, K, scale=False)", call(attention_scores, Q, K, scale=False), (2, 3))
+    scaled = _array("attention_scores(Q, K)", call(attention_scores, Q, K), (2, 3))
     if not _close(scaled * 3, raw):
         ratio = float(np.vdot(raw, scaled) / np.vdot(scaled, scaled)) if np.any(scaled) else math.nan
         _fail(f"with d_k = 9 the scaled scores should be the unscaled ones divided by √d_k = 3; they are divided by "
@@ -289,11 +321,23 @@ def check_scaling(attention_scores: Callable) -> None:
 
 # ---------------------------------------------------------------- step 3
 def check_causal_mask(causal_mask: Callable) -> None:
-    """Self-check ``causal_mask(T)``: True where query i may attend to key j, i.e. j ≤ i."""
+    """Self-check ``causal_mask(T)``: True where query i may attend to key j, i.e. j ≤ i.
+
+    Parameters
+    ----------
+    causal_mask : callable
+        The learner's function: an int ``T``; returns a bool array (T, T).
+
+    Raises
+    ------
+    SelfCheckFailed
+        At the first worked case it gets wrong, or when for T = 1 or 5 the result is not a bool (T, T)
+        array that is True exactly where j ≤ i.
+    """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("causal_mask", causal_mask)
     for T in (1, 5):
-        mask = _array(f"causal_mask({T})", _quiet(causal_mask, T), (T, T), kind="b")
+        mask = _array(f"causal_mask({T})", call(causal_mask, T), (T, T), kind="b")
         i, j = np.indices((T, T))
         if np.any(mask & (j > i)):
             _fail(f"causal_mask({T}) lets a query attend to a future key (True at j > i): only j ≤ i is allowed")
@@ -304,7 +348,22 @@ def check_causal_mask(causal_mask: Callable) -> None:
 
 # ---------------------------------------------------------------- step 4
 def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -> None:
-    """Self-check ``scaled_dot_product_attention(Q, K, V, mask=None, scale=True)``: worked cases, then properties."""
+    """Self-check ``scaled_dot_product_attention(Q, K, V, mask=None, scale=True)``: worked cases, then properties.
+
+    Parameters
+    ----------
+    scaled_dot_product_attention : callable
+        The learner's function: ``Q`` (..., T_q, d_k), ``K`` (..., T_k, d_k), ``V`` (..., T_k, d_v), a bool
+        ``mask`` broadcasting to (..., T_q, T_k); returns the float pair (output (..., T_q, d_v),
+        weights (..., T_q, T_k)).
+
+    Raises
+    ------
+    SelfCheckFailed
+        At the first worked case it gets wrong; when the weights of scores (4, 0) are not softmax(2, 0)
+        (or softmax(4, 0) with ``scale=False``) or the output is not weights @ V; or when, for a batch of 2
+        with a (3, 5) mask, the pair is swapped, a row does not sum to 1 or a blocked key has weight.
+    """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("scaled_dot_product_attention", scaled_dot_product_attention)
 
@@ -312,7 +371,7 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -
     q = np.array([[2.0, 0.0, 0.0, 0.0]])
     k = np.array([[2.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
     v = np.array([[1.0, 0.0, 5.0], [0.0, 1.0, 5.0]])
-    out, w = _pair("scaled_dot_product_attention", _quiet(scaled_dot_product_attention, q, k, v))
+    out, w = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, q, k, v))
     w = _array("the weights", w, (1, 2))
     out = _array("the output", out, (1, 3))
     if not _close(w, [[0.88079708, 0.11920292]]):
@@ -321,7 +380,7 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -
               "attention_scores pass, the problem is in this function: is `scale` passed on?)")
     if not _close(out, [[0.88079708, 0.11920292, 5.0]]):
         _fail(f"the output should be weights @ V = [0.8808, 0.1192, 5.0], got {np.round(out, 4).tolist()}")
-    _, w = _pair("scaled_dot_product_attention", _quiet(scaled_dot_product_attention, q, k, v, scale=False))
+    _, w = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, q, k, v, scale=False))
     w = _array("the weights with scale=False", w, (1, 2))
     if not _close(w, [[0.98201379, 0.01798621]]):
         _fail(f"with scale=False the scores (4, 0) are not divided by √d_k, so the weights should be softmax(4, 0) = "
@@ -332,7 +391,7 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -
     Q, K, V = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 2))
     mask = rng.random((3, 5)) < 0.6
     mask[:, 0] = True
-    out, w = _pair("scaled_dot_product_attention", _quiet(scaled_dot_product_attention, Q, K, V, mask=mask))
+    out, w = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, Q, K, V, mask=mask))
     if isinstance(out, np.ndarray) and isinstance(w, np.ndarray) and out.shape == (2, 3, 5) and w.shape == (2, 3, 2):
         _fail("scaled_dot_product_attention returned (weights, output); return (output, weights) in that order")
     w = _array("the weights for a batch of 2", w, (2, 3, 5))
@@ -349,13 +408,26 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -
 
 # ---------------------------------------------------------------- step 5
 def check_causal_self_attention(causal_self_attention: Callable) -> None:
-    """Self-check ``causal_self_attention(x, W_q, W_k, W_v, scale=True)``: worked case, then shapes and causality."""
+    """Self-check ``causal_self_attention(x, W_q, W_k, W_v, scale=True)``: worked case, then shapes and causality.
+
+    Parameters
+    ----------
+    causal_self_attention : callable
+        The learner's function: ``x`` (T, d_model) and ``W_q``, ``W_k``, ``W_v`` (d_model, d_head), float;
+        returns (output (T, d_head), weights (T, T)).
+
+    Raises
+    ------
+    SelfCheckFailed
+        At the first worked case it gets wrong, or when for T = 4, d_model = 6, d_head = 3 the shapes are
+        wrong, a weight above the diagonal is not 0 or a row of weights does not sum to 1.
+    """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     _worked("causal_self_attention", causal_self_attention)
     rng = np.random.default_rng(5)
     x = rng.normal(size=(4, 6))
     W_q, W_k, W_v = (rng.normal(size=(6, 3)) for _ in range(3))
-    out, w = _pair("causal_self_attention", _quiet(causal_self_attention, x, W_q, W_k, W_v))
+    out, w = _pair("causal_self_attention", call(causal_self_attention, x, W_q, W_k, W_v))
     _array("the weights", w, (4, 4))
     _array("the output", out, (4, 3))
     if np.any(np.abs(np.triu(w, 1)) > 1e-12):
@@ -373,6 +445,13 @@ ZERO_LOG_ZERO = ("  NaN where a weight is 0: in NumPy 0 · log 0 is 0 · (−inf
 def check_entropy_worked_cases(assignment_name: str, attention_entropy: Callable) -> None:
     """The worked cases of ``attention_entropy`` in an assignment; a NaN from 0 · log 0 is named as such.
 
+    Parameters
+    ----------
+    assignment_name : str
+        The assignment whose stored worked cases are run ("01_scaled_dot_product_attention").
+    attention_entropy : callable
+        The learner's function: weights (..., T_k), float; returns the entropies (...,) in nats.
+
     Raises
     ------
     SelfCheckFailed
@@ -383,22 +462,31 @@ def check_entropy_worked_cases(assignment_name: str, attention_entropy: Callable
     try:
         worked.check_worked_cases(assignment_name, "attention_entropy", attention_entropy, seconds=CALL_SECONDS)
     except SelfCheckFailed as failure:
-        try:
-            H = call_learner(attention_entropy, np.array([[0.5, 0.5, 0.0]]), seconds=CALL_SECONDS)
-            nan = isinstance(H, np.ndarray) and H.dtype.kind == "f" and bool(np.isnan(H).any())
-        except Exception:  # noqa: BLE001 — the worked case's message already says what went wrong
-            nan = False
-        if not nan:
+        H, error = attempt(attention_entropy, np.array([[0.5, 0.5, 0.0]]))  # an error: the worked case says it
+        if not (error is None and isinstance(H, np.ndarray) and H.dtype.kind == "f" and bool(np.isnan(H).any())):
             raise
         raise SelfCheckFailed(f"{failure}\n{ZERO_LOG_ZERO}") from None
 
 
 def check_attention_entropy(attention_entropy: Callable) -> None:
-    """Self-check ``attention_entropy(weights)`` in nats with 0 · log 0 = 0: worked case, then shapes and ln n."""
+    """Self-check ``attention_entropy(weights)`` in nats with 0 · log 0 = 0: worked case, then shapes and ln n.
+
+    Parameters
+    ----------
+    attention_entropy : callable
+        The learner's function: weights (..., T_q, T_k), float; returns one entropy per query row,
+        (..., T_q), in nats.
+
+    Raises
+    ------
+    SelfCheckFailed
+        At the first worked case it gets wrong (explaining 0 · log 0 where that is the cause), or when
+        uniform weights (2, 3, 4) do not give ln 4 in an array of shape (2, 3).
+    """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_entropy_worked_cases(ASSIGNMENT, attention_entropy)
     weights = np.full((2, 3, 4), 0.25)
-    H = _quiet(attention_entropy, weights)
+    H = call(attention_entropy, weights)
     if isinstance(H, np.ndarray) and H.shape != (2, 3):
         _fail(f"attention_entropy should return one value per query row, shape (..., T_q) = (2, 3) for weights of "
               f"shape (2, 3, 4); got shape {H.shape}: sum over the last axis (keys) only and keep the others")
@@ -415,13 +503,23 @@ def check_rows_are_weighted_averages(scaled_dot_product_attention: Callable) -> 
     The weights are non-negative, each row sums to 1, the output equals
     ``weights @ V`` and so lies, column by column, between the smallest and
     largest value.
+
+    Parameters
+    ----------
+    scaled_dot_product_attention : callable
+        The learner's function, called with Q (5, 8), K (7, 8), V (7, 3) and a bool (5, 7) mask.
+
+    Raises
+    ------
+    SelfCheckFailed
+        Naming the first of these properties that fails, and the step to revisit.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(1)
     Q, K, V = rng.normal(size=(5, 8)), rng.normal(size=(7, 8)), rng.normal(size=(7, 3))
     mask = rng.random((5, 7)) < 0.6
     mask[:, 0] = True
-    out, w = _pair("scaled_dot_product_attention", _quiet(scaled_dot_product_attention, Q, K, V, mask=mask))
+    out, w = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, Q, K, V, mask=mask))
     w = _array("the weights", w, (5, 7))
     out = _array("the output", out, (5, 3))
     if np.any(w < 0):
@@ -443,16 +541,27 @@ def check_rows_are_weighted_averages(scaled_dot_product_attention: Callable) -> 
 
 
 def check_causality(causal_self_attention: Callable) -> None:
-    """Fact 2: changing the last token changes only the last output row."""
+    """Fact 2: changing the last token changes only the last output row.
+
+    Parameters
+    ----------
+    causal_self_attention : callable
+        The learner's function, called with x (6, 8) and projections (8, 4).
+
+    Raises
+    ------
+    SelfCheckFailed
+        When an earlier output changes too (the future leaks), or the last one does not change.
+    """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(2)
     T, d_model, d_head = 6, 8, 4
     x = rng.normal(size=(T, d_model))
     W_q, W_k, W_v = (rng.normal(size=(d_model, d_head)) for _ in range(3))
-    before, _ = _pair("causal_self_attention", _quiet(causal_self_attention, x, W_q, W_k, W_v))
+    before, _ = _pair("causal_self_attention", call(causal_self_attention, x, W_q, W_k, W_v))
     x_changed = x.copy()
     x_changed[-1] = rng.normal(size=d_model) * 3
-    after, _ = _pair("causal_self_attention", _quiet(causal_self_attention, x_changed, W_q, W_k, W_v))
+    after, _ = _pair("causal_self_attention", call(causal_self_attention, x_changed, W_q, W_k, W_v))
     before = _array("the output", before, (T, d_head))
     after = _array("the output", after, (T, d_head))
     changed = [i for i in range(T) if not np.allclose(before[i], after[i], rtol=1e-10, atol=1e-12)]
@@ -482,6 +591,15 @@ def check_scaling_prevents_saturation(scaled_dot_product_attention: Callable, at
     almost uniform) and that the unscaled entropy is below half the scaled
     one (Vaswani et al. 2017, §3.2.1 and footnote 4).
 
+    Parameters
+    ----------
+    scaled_dot_product_attention : callable
+        The learner's function, called with Q, K (T, d_head), V (T, 2), float64, and ``scale`` True or False.
+    attention_entropy : callable
+        The learner's function, called with the weights (T, T); returns (T,) entropies in nats.
+    d_head, T : int
+        Dimension of the queries and keys, and number of positions.
+
     Returns
     -------
     scaled, unscaled : float
@@ -497,8 +615,8 @@ def check_scaling_prevents_saturation(scaled_dot_product_attention: Callable, at
     Q, K, V = rng.normal(size=(T, d_head)), rng.normal(size=(T, d_head)), rng.normal(size=(T, 2))
     entropies = []
     for scale in (True, False):
-        _, w = _pair("scaled_dot_product_attention", _quiet(scaled_dot_product_attention, Q, K, V, scale=scale))
-        H = _array("attention_entropy(weights)", _quiet(attention_entropy, _array("the weights", w, (T, T))), (T,))
+        _, w = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, Q, K, V, scale=scale))
+        H = _array("attention_entropy(weights)", call(attention_entropy, _array("the weights", w, (T, T))), (T,))
         entropies.append(float(np.mean(H)))
     scaled, unscaled = entropies
     ceiling = math.log(T)

@@ -12,16 +12,14 @@ They award no points.
 
 from __future__ import annotations
 
-import contextlib
-import io
 from typing import Callable
 
 import numpy as np
 
 from attention_lab.a01_attention import checks
-from attention_lab.core.calls import call_learner
-from attention_lab.core.self_check import CALL_SECONDS, call as _call, fail as _fail, float_array as _array, ok as _ok
-from attention_lab.core.worked import check_worked_cases, describe_failure, show
+from attention_lab.core.self_check import attempt, call, fail as _fail, float_array as _array, \
+    normal_arrays as _random, ok as _ok
+from attention_lab.core.worked import check_worked_cases, describe_failure, passes_worked_cases, show
 
 ASSIGNMENT = "02_multi_head_attention"
 
@@ -79,20 +77,22 @@ def _no_future(what: str, weights: np.ndarray) -> None:
               "the mask must apply to every head")
 
 
-def _random(seed: int, *shapes):
-    rng = np.random.default_rng(seed)
-    return [rng.normal(size=shape) for shape in shapes]
-
-
 # ---------------------------------------------------------------- step 0
 def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Callable,
                             attention_entropy: Callable) -> None:
     """Self-check the assignment-1 functions on 3-D (n_heads, T, d) inputs.
 
+    Parameters
+    ----------
+    softmax, scaled_dot_product_attention, attention_entropy : callable
+        The learner's functions pasted from assignment 1; here Q, K (3, 5, 4) and V (3, 5, 2), float,
+        with a bool (5, 5) causal mask, give (output (3, 5, 2), weights (3, 5, 5)).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case of one of the three that fails; when a row of the 3-head weights does not
+        sum to 1 or has weight on a future key; or when a head differs from the same head computed alone.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "softmax", softmax)
@@ -101,12 +101,12 @@ def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Cal
 
     Q, K, V = _random(2, (3, 5, 4), (3, 5, 4), (3, 5, 2))
     mask = np.tril(np.ones((5, 5), dtype=bool))
-    output, weights = _pair("scaled_dot_product_attention", _call(scaled_dot_product_attention, Q, K, V, mask=mask),
+    output, weights = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, Q, K, V, mask=mask),
                             [(3, 5, 2), (3, 5, 5)])
     _rows_sum_to_one("the weights", weights)
     _no_future("scaled_dot_product_attention", weights)
     for h in range(3):
-        alone = _pair("scaled_dot_product_attention", _call(scaled_dot_product_attention, Q[h], K[h], V[h], mask=mask),
+        alone = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, Q[h], K[h], V[h], mask=mask),
                       [(5, 2), (5, 5)])
         if not (np.allclose(alone[1], weights[h], rtol=1e-4, atol=1e-6)
                 and np.allclose(alone[0], output[h], rtol=1e-4, atol=1e-6)):
@@ -120,17 +120,25 @@ def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Cal
 def check_split_heads(split_heads: Callable) -> None:
     """Self-check ``split_heads(X, n_heads)``: shape, tokens kept apart, a clear ValueError, X unchanged.
 
+    Parameters
+    ----------
+    split_heads : callable
+        The learner's function: ``X`` (T, d_model), float, and an int ``n_heads`` dividing d_model;
+        returns (n_heads, T, d_model // n_heads).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong; when for X (5, 12) and 3 heads a head's row t holds
+        features of another token; or when d_model = 10, n_heads = 4 does not raise a ValueError that
+        names n_heads and d_model.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "split_heads", split_heads)
 
     T, d_model, n_heads = 5, 12, 3
     X = _labelled_tokens(T, d_model)
-    H = _array("split_heads(X, 3) for X of shape (5, 12)", _call(split_heads, X, n_heads), (n_heads, T, d_model // n_heads))
+    H = _array("split_heads(X, 3) for X of shape (5, 12)", call(split_heads, X, n_heads), (n_heads, T, d_model // n_heads))
     for h in range(n_heads):
         wrong = _tokens_in_rows(H[h])
         if wrong:
@@ -140,14 +148,13 @@ def check_split_heads(split_heads: Callable) -> None:
                   "tokens)")
     _ok("for T = 5, d_model = 12, n_heads = 3: shape (3, 5, 4), and each head's row t comes from token t")
 
-    try:
-        result = call_learner(split_heads, np.ones((2, 10)), 4, seconds=CALL_SECONDS)
-    except ValueError as error:
+    result, error = attempt(split_heads, np.ones((2, 10)), 4)
+    if isinstance(error, ValueError):
         message = str(error)
         if not (("n_heads" in message or "4" in message) and ("d_model" in message or "10" in message)):
             _fail(f"the ValueError for d_model = 10, n_heads = 4 should name n_heads and d_model; its message is "
                   f"{message!r}")
-    except Exception as error:  # noqa: BLE001
+    elif error is not None:
         _fail(f"split_heads with d_model = 10, n_heads = 4 should raise ValueError; it raised "
               f"{describe_failure(split_heads, error).removeprefix('split_heads raised ')}")
     else:
@@ -160,10 +167,19 @@ def check_split_heads(split_heads: Callable) -> None:
 def check_merge_heads(merge_heads: Callable, split_heads: Callable | None = None) -> None:
     """Self-check ``merge_heads(H)``: shape, one token per row, and (given split_heads) the round trip.
 
+    Parameters
+    ----------
+    merge_heads : callable
+        The learner's function: ``H`` (n_heads, T, d_head), float; returns (T, n_heads · d_head).
+    split_heads : callable, optional
+        The learner's ``split_heads``; when it passes its own worked cases,
+        ``merge_heads(split_heads(X, 2))`` must give back X (5, 8).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, when a merged row holds another token's features, or when
+        merging does not undo splitting.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "merge_heads", merge_heads)
@@ -171,7 +187,7 @@ def check_merge_heads(merge_heads: Callable, split_heads: Callable | None = None
     n_heads, T, d_head = 3, 4, 2
     # Entry (h, t, j) is t + (h·d_head + j) / 100: every value names its token t.
     H = np.arange(T)[None, :, None] + (np.arange(n_heads)[:, None, None] * d_head + np.arange(d_head)) / 100.0
-    merged = _array("merge_heads(H) for H of shape (3, 4, 2)", _call(merge_heads, H), (T, n_heads * d_head))
+    merged = _array("merge_heads(H) for H of shape (3, 4, 2)", call(merge_heads, H), (T, n_heads * d_head))
     wrong = _tokens_in_rows(merged)
     if wrong:
         t, tokens = wrong[0]
@@ -182,17 +198,13 @@ def check_merge_heads(merge_heads: Callable, split_heads: Callable | None = None
     if split_heads is None:
         return
     X = _labelled_tokens(5, 8)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            check_worked_cases(ASSIGNMENT, "split_heads", split_heads)
-        heads = call_learner(split_heads, X, 2, seconds=CALL_SECONDS, copy_arrays=True)
-        split_ok = isinstance(heads, np.ndarray) and heads.shape == (2, 5, 4)
-    except Exception:  # noqa: BLE001 — the round trip needs a working split_heads; its own check reports it
-        split_ok = False
-    if not split_ok:
+    # the round trip needs a working split_heads; its own check reports what is wrong with it
+    heads, error = attempt(split_heads, X, 2) if passes_worked_cases(ASSIGNMENT, "split_heads", split_heads) \
+        else (None, None)
+    if not (isinstance(heads, np.ndarray) and heads.shape == (2, 5, 4)):
         print("(merge_heads(split_heads(X)) not checked: your split_heads does not pass its own self-check yet)")
         return
-    back = _call(merge_heads, heads)
+    back = call(merge_heads, heads)
     if not (isinstance(back, np.ndarray) and back.shape == X.shape and np.allclose(back, X)):
         _fail("merge_heads(split_heads(X, 2)) should give back X (shape (5, 8)), but it does not: merging must undo "
               "the split, so move the head axis back the way split_heads moved it")
@@ -203,10 +215,18 @@ def check_merge_heads(merge_heads: Callable, split_heads: Callable | None = None
 def check_multi_head_attention(multi_head_attention: Callable) -> None:
     """Self-check ``multi_head_attention(x, W_q, W_k, W_v, W_o, n_heads, mask=None)``.
 
+    Parameters
+    ----------
+    multi_head_attention : callable
+        The learner's function: ``x`` (T, d_model), the four projections (d_model, d_model), float, an int
+        ``n_heads`` and a bool ``mask`` (T, T); returns (output (T, d_model), weights (n_heads, T, T)).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong; when for T = 5, d_model = 12, 3 heads and a causal mask a
+        row of weights does not sum to 1 or a head sees the future; or when W_v or W_o change the weights,
+        or the output is not linear in them.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "multi_head_attention", multi_head_attention)
@@ -216,14 +236,14 @@ def check_multi_head_attention(multi_head_attention: Callable) -> None:
     shapes = [(T, d_model), (n_heads, T, T)]
     mask = np.tril(np.ones((T, T), dtype=bool))
     output, weights = _pair("multi_head_attention",
-                            _call(multi_head_attention, x, W_q, W_k, W_v, W_o, n_heads, mask=mask), shapes)
+                            call(multi_head_attention, x, W_q, W_k, W_v, W_o, n_heads, mask=mask), shapes)
     _rows_sum_to_one("the weights", weights)
     _no_future("multi_head_attention", weights)
     _ok("for T = 5, d_model = 12, 3 heads: output (5, 12), weights (3, 5, 5); rows sum to 1; with a causal mask "
         "no head sees the future")
 
     doubled, weights_2 = _pair("multi_head_attention",
-                               _call(multi_head_attention, x, W_q, W_k, 3 * W_v, 2 * W_o, n_heads, mask=mask), shapes)
+                               call(multi_head_attention, x, W_q, W_k, 3 * W_v, 2 * W_o, n_heads, mask=mask), shapes)
     if not np.allclose(weights_2, weights, rtol=1e-4, atol=1e-6):
         _fail("changing W_v or W_o changed the weights: the weights depend only on the queries and keys (W_q, W_k)")
     if not np.allclose(doubled, 6 * output, rtol=1e-4, atol=1e-6):
@@ -243,6 +263,12 @@ def check_multi_head_facts(multi_head_attention: Callable, scaled_dot_product_at
     result equals the learner's scaled dot-product attention on x W_q, x W_k,
     x W_v, followed by W_o.
 
+    Parameters
+    ----------
+    multi_head_attention, scaled_dot_product_attention : callable
+        The learner's functions (see :func:`check_multi_head_attention` and
+        :func:`check_from_assignment_1`), called with x (6, 8), projections (8, 8) and 2 heads.
+
     Raises
     ------
     SelfCheckFailed
@@ -253,12 +279,12 @@ def check_multi_head_facts(multi_head_attention: Callable, scaled_dot_product_at
     x, W_q, W_k, W_v, W_o = _random(11, (T, d_model), *[(d_model, d_model)] * 4)
     mask = np.tril(np.ones((T, T), dtype=bool))
     shapes = [(T, d_model), (n_heads, T, T)]
-    before, _ = _pair("multi_head_attention", _call(multi_head_attention, x, W_q, W_k, W_v, W_o, n_heads, mask=mask),
+    before, _ = _pair("multi_head_attention", call(multi_head_attention, x, W_q, W_k, W_v, W_o, n_heads, mask=mask),
                       shapes)
     changed = x.copy()
     changed[-1] += 5.0
     after, _ = _pair("multi_head_attention",
-                     _call(multi_head_attention, changed, W_q, W_k, W_v, W_o, n_heads, mask=mask), shapes)
+                     call(multi_head_attention, changed, W_q, W_k, W_v, W_o, n_heads, mask=mask), shapes)
     moved = [t for t in range(T - 1) if not np.allclose(before[t], after[t], rtol=1e-6, atol=1e-9)]
     if moved:
         _fail(f"changing only the last token changed the outputs at positions {moved}: with a causal mask, output t "
@@ -266,10 +292,10 @@ def check_multi_head_facts(multi_head_attention: Callable, scaled_dot_product_at
     _ok("causality: changing the last token changes only the last output row")
 
     single, single_weights = _pair("multi_head_attention",
-                                   _call(multi_head_attention, x, W_q, W_k, W_v, W_o, 1, mask=mask),
+                                   call(multi_head_attention, x, W_q, W_k, W_v, W_o, 1, mask=mask),
                                    [(T, d_model), (1, T, T)])
     heads, weights = _pair("scaled_dot_product_attention",
-                           _call(scaled_dot_product_attention, x @ W_q, x @ W_k, x @ W_v, mask=mask),
+                           call(scaled_dot_product_attention, x @ W_q, x @ W_k, x @ W_v, mask=mask),
                            [(T, d_model), (T, T)])
     if not (np.allclose(single_weights[0], weights, rtol=1e-4, atol=1e-6)
             and np.allclose(single, heads @ W_o, rtol=1e-4, atol=1e-6)):

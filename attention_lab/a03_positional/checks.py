@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from attention_lab.a01_attention import checks
-from attention_lab.core.self_check import call as _call, fail as _fail, float_array, ok as _ok
+from attention_lab.core.self_check import call, fail as _fail, float_array, normal_arrays as _random, ok as _ok
 from attention_lab.core.worked import check_worked_cases, show
 
 ASSIGNMENT = "03_positional_encoding"
@@ -45,11 +45,6 @@ def _number(what: str, value) -> float:
     if not math.isfinite(float(value)):
         _fail(f"{what} is {float(value)}; it should be a finite number")
     return float(value)
-
-
-def _random(seed: int, *shapes):
-    rng = np.random.default_rng(seed)
-    return [rng.normal(size=shape) for shape in shapes]
 
 
 def expect_number(function: Callable, *args, **kwargs) -> None:
@@ -91,13 +86,15 @@ def check_sinusoidal_positional_encoding(sinusoidal_positional_encoding: Callabl
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong; when an entry lies outside [−1, 1], row 0 is not
+        (0, 1, 0, 1, …) or a column pair leaves the unit circle; or when the frequencies are not
+        1, 10000^(−2/d_model), … radians per position.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "sinusoidal_positional_encoding", sinusoidal_positional_encoding)
 
     T, d_model = 50, 16
-    pe = _array("sinusoidal_positional_encoding(50, 16)", _call(sinusoidal_positional_encoding, T, d_model),
+    pe = _array("sinusoidal_positional_encoding(50, 16)", call(sinusoidal_positional_encoding, T, d_model),
                 (T, d_model))
     if np.any(np.abs(pe) > 1 + 1e-6):
         _fail(f"some entries lie outside [−1, 1] (largest {np.abs(pe).max():.4g}): every entry is a sine or a cosine")
@@ -139,14 +136,15 @@ def check_dot_product_by_offset(dot_product_by_offset: Callable) -> None:
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, or when on a random (9, 5) encoding and t = 0, 4, 8 the
+        first entry is not pe[t]·pe[t] or the last not pe[t]·pe[T − 1].
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "dot_product_by_offset", dot_product_by_offset)
 
     (pe,) = _random(31, (9, 5))
     for t in (0, 4, 8):
-        got = _array(f"dot_product_by_offset(pe, {t}) for pe of shape (9, 5)", _call(dot_product_by_offset, pe, t),
+        got = _array(f"dot_product_by_offset(pe, {t}) for pe of shape (9, 5)", call(dot_product_by_offset, pe, t),
                      (9 - t,))
         if not np.isclose(got[0], pe[t] @ pe[t], rtol=1e-6):
             _fail(f"entry k = 0 should be pe[{t}]·pe[{t}] (the squared length of row {t}); got {got[0]:.6g}")
@@ -167,13 +165,14 @@ def check_offset_rotation(offset_rotation: Callable) -> None:
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, or when one of R_0 = I, block diagonal, R_k R_kᵀ = I,
+        R_3 R_4 = R_7 and R_{−3} = R_3ᵀ fails (d_model = 8).
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "offset_rotation", offset_rotation)
 
     d_model = 8
-    R = {k: _array(f"offset_rotation({k}, 8)", _call(offset_rotation, k, d_model), (d_model, d_model))
+    R = {k: _array(f"offset_rotation({k}, 8)", call(offset_rotation, k, d_model), (d_model, d_model))
          for k in (0, 3, 4, 7, -3)}
     if not np.allclose(R[0], np.eye(d_model), atol=1e-6):
         _fail("offset_rotation(0, d_model) should be the identity: moving 0 positions changes nothing")
@@ -202,7 +201,9 @@ def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Cal
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case of this assignment that fails, or with the message of assignment 1's
+        own :func:`~attention_lab.a01_attention.checks.check_softmax` or
+        :func:`~attention_lab.a01_attention.checks.check_scaled_dot_product_attention`.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "softmax", softmax)
@@ -223,14 +224,15 @@ def check_self_attention(self_attention: Callable) -> None:
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, or when for T = 5, d_model = 6, d_head = 3 a row of
+        weights is negative or does not sum to 1, or weights are 0 as if a mask were applied.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "self_attention", self_attention)
 
     T, d_model, d_head = 5, 6, 3
     x, W_q, W_k, W_v = _random(51, (T, d_model), *[(d_model, d_head)] * 3)
-    output, weights = _pair("self_attention", _call(self_attention, x, W_q, W_k, W_v), [(T, d_head), (T, T)])
+    output, weights = _pair("self_attention", call(self_attention, x, W_q, W_k, W_v), [(T, d_head), (T, T)])
     if np.any(weights < 0) or not np.allclose(weights.sum(axis=-1), 1.0, atol=1e-6):
         _fail(f"each row of weights should be non-negative and sum to 1; row sums {show(weights.sum(axis=-1), 160)}")
     if np.allclose(np.triu(weights, 1), 0.0):
@@ -252,15 +254,16 @@ def check_add_positions(add_positions: Callable) -> None:
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, or when add_positions(x) − x depends on x or its row 0
+        is not PE(0) = (0, 1, 0, 1, …).
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "add_positions", add_positions)
 
     (x,) = _random(61, (6, 8))
-    result = _array("add_positions(x) for x of shape (6, 8)", _call(add_positions, x), (6, 8))
+    result = _array("add_positions(x) for x of shape (6, 8)", call(add_positions, x), (6, 8))
     added = result - x
-    other = _array("add_positions(2 * x)", _call(add_positions, 2 * x), (6, 8)) - 2 * x
+    other = _array("add_positions(2 * x)", call(add_positions, 2 * x), (6, 8)) - 2 * x
     if not np.allclose(added, other, atol=1e-6):
         _fail("add_positions(x) − x should not depend on x: the same encodings are added whatever the tokens are")
     if not np.allclose(added[0], np.tile([0.0, 1.0], 4), atol=1e-6):
@@ -280,7 +283,8 @@ def check_permutation_gap(permutation_gap: Callable) -> None:
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, or when a gap is negative, not 0 for the identity
+        permutation or without positions, or not clearly above 0 for a shuffle with positions.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "permutation_gap", permutation_gap)
@@ -289,7 +293,7 @@ def check_permutation_gap(permutation_gap: Callable) -> None:
     x, W_q, W_k, W_v = _random(71, (T, d_model), *[(d_model, d_head)] * 3)
     shuffle, identity = np.array([2, 0, 5, 1, 3, 4]), np.arange(T)
     gap = {(name, positions): _number(f"permutation_gap(…, perm={name}, positions={positions})",
-                                      _call(permutation_gap, x, W_q, W_k, W_v, perm, positions=positions))
+                                      call(permutation_gap, x, W_q, W_k, W_v, perm, positions=positions))
            for name, perm in (("shuffle", shuffle), ("identity", identity)) for positions in (False, True)}
     if any(value < 0 for value in gap.values()):
         _fail("the gap is a largest absolute difference, so it is never negative")

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from attention_lab.core.self_check import call_recording_warnings as _call, fail as _fail, ok as _ok
+from attention_lab.core.self_check import call_recording_warnings, fail as _fail, ok as _ok
 from attention_lab.core.worked import SelfCheckFailed, check_worked_cases, show
 
 ASSIGNMENT = "04_masks_and_stability"
@@ -38,15 +38,23 @@ def _array(what: str, value, shape: tuple[int, ...], kind: str) -> np.ndarray:
 def check_padding_mask(padding_mask: Callable) -> None:
     """Self-check ``padding_mask(lengths, T)``: worked cases, then shape, broadcasting, row counts and errors.
 
+    Parameters
+    ----------
+    padding_mask : callable
+        The learner's function: int ``lengths`` (B,) and an int ``T``; returns a bool mask (B, 1, T), True on
+        the first ``lengths[b]`` keys of sequence b.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong; when for lengths [0, 5, 2, 7, 3] and T = 7 the mask has the
+        wrong shape or dtype, does not broadcast against (B, T_q, T) or marks the wrong keys; or when a
+        length above T or below 0 does not raise ValueError.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "padding_mask", padding_mask)
     lengths, T = np.array([0, 5, 2, 7, 3]), 7
-    mask, _ = _call(padding_mask, lengths, T)
+    mask, _ = call_recording_warnings(padding_mask, lengths, T)
     mask = _array(f"padding_mask({show(lengths)}, {T})", mask, (5, 1, T), "b")
     try:
         np.broadcast_shapes(mask.shape, (5, 4, T))
@@ -60,7 +68,7 @@ def check_padding_mask(padding_mask: Callable) -> None:
     _ok("shape (B, 1, T), broadcasts against (B, T_q, T), True exactly on the first `length` keys of each sequence")
     for bad in (np.array([2, 8]), np.array([-1, 3])):
         try:
-            _call(padding_mask, bad, T)
+            call_recording_warnings(padding_mask, bad, T)
         except SelfCheckFailed as failure:
             if "ValueError" in str(failure):
                 continue
@@ -73,15 +81,22 @@ def check_padding_mask(padding_mask: Callable) -> None:
 def check_causal_padding_mask(causal_padding_mask: Callable) -> None:
     """Self-check ``causal_padding_mask(lengths, T)``: worked cases, then no future key, no padded key, row counts.
 
+    Parameters
+    ----------
+    causal_padding_mask : callable
+        The learner's function: int ``lengths`` (B,) and an int ``T``; returns a bool mask (B, T, T).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, or when for lengths [4, 0, 2] and T = 5 a future or padded
+        key is allowed, a query does not see every real key up to itself, or the empty sequence has an
+        allowed key.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "causal_padding_mask", causal_padding_mask)
     lengths, T = np.array([4, 0, 2]), 5
-    mask, _ = _call(causal_padding_mask, lengths, T)
+    mask, _ = call_recording_warnings(causal_padding_mask, lengths, T)
     mask = _array(f"causal_padding_mask({show(lengths)}, {T})", mask, (3, T, T), "b")
     future = np.triu(np.ones((T, T), dtype=bool), 1)
     if np.any(mask & future):
@@ -127,10 +142,19 @@ def _weights_properties(what: str, weights: np.ndarray, mask: np.ndarray, axis: 
 def check_masked_softmax(masked_softmax: Callable) -> None:
     """Self-check ``masked_softmax(scores, mask, axis=-1)``: worked cases, then rows, zeros, warnings and dtypes.
 
+    Parameters
+    ----------
+    masked_softmax : callable
+        The learner's function: float ``scores`` (..., T_q, T_k), a bool ``mask`` broadcasting to them and
+        the ``axis`` to normalise along; returns weights of the scores' shape and dtype.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong; when a blocked entry is not 0, a fully masked row not all 0
+        or another row does not sum to 1 (for a (2, 4, 6) mask, a (B, 1, T_k) padding mask and
+        axis=-2); when the call emits a NumPy warning; or when float32 or float16 scores come back in
+        another dtype or overflow.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "masked_softmax", masked_softmax)
@@ -139,7 +163,7 @@ def check_masked_softmax(masked_softmax: Callable) -> None:
     mask = rng.random((2, 4, 6)) < 0.5
     mask[..., 0] = True
     mask[1, 2] = False  # a query with no allowed key
-    weights, warned = _call(masked_softmax, scores, mask)
+    weights, warned = call_recording_warnings(masked_softmax, scores, mask)
     weights = _array("masked_softmax(scores (2, 4, 6), mask)", weights, scores.shape, "f")
     if warned:
         _fail(f"masked_softmax emitted a warning ({warned[0]}); this step must run without any. Remember that "
@@ -148,14 +172,14 @@ def check_masked_softmax(masked_softmax: Callable) -> None:
     _ok("blocked entries are 0, rows with an allowed key sum to 1, a fully masked row is all 0 — with no warning")
 
     padding = np.arange(6)[None, None, :] < np.array([6, 0])[:, None, None]  # (B, 1, T_k): one empty source
-    weights, warned = _call(masked_softmax, scores, padding)
+    weights, warned = call_recording_warnings(masked_softmax, scores, padding)
     weights = _array("masked_softmax(scores (2, 4, 6), padding mask (2, 1, 6))", weights, scores.shape, "f")
     if warned:
         _fail(f"masked_softmax with a (B, 1, T_k) padding mask emitted a warning ({warned[0]})")
     _weights_properties("the weights for a (B, 1, T_k) padding mask", weights, padding, -1)
     _ok("a (B, 1, T_k) padding mask broadcasts over the query rows")
 
-    columns, warned = _call(masked_softmax, scores[0], mask[0], axis=-2)
+    columns, warned = call_recording_warnings(masked_softmax, scores[0], mask[0], axis=-2)
     columns = _array("masked_softmax(scores, mask, axis=-2)", columns, scores[0].shape, "f")
     _weights_properties("the weights with axis=-2", columns, mask[0], -2)
     _ok("axis=-2 normalises down each column")
@@ -165,7 +189,7 @@ def check_masked_softmax(masked_softmax: Callable) -> None:
         big_mask = rng.random((3, 5)) < 0.6
         big_mask[:, 1] = True
         big_mask[2] = False
-        weights, warned = _call(masked_softmax, big, big_mask)
+        weights, warned = call_recording_warnings(masked_softmax, big, big_mask)
         what = f"masked_softmax of {np.dtype(dtype).name} scores near {top:g}"
         weights = _array(what, weights, big.shape, "f")
         if weights.dtype != dtype:
@@ -182,10 +206,19 @@ def check_masked_softmax(masked_softmax: Callable) -> None:
 def check_masked_attention(masked_attention: Callable) -> None:
     """Self-check ``masked_attention(Q, K, V, mask)``: worked cases, then cross-attention shapes and zero rows.
 
+    Parameters
+    ----------
+    masked_attention : callable
+        The learner's function: ``Q`` (..., T_q, d_k), ``K`` (..., T_k, d_k), ``V`` (..., T_k, d_v), float,
+        and a bool ``mask`` broadcasting to (..., T_q, T_k); returns (output (..., T_q, d_v),
+        weights (..., T_q, T_k)).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong; when with T_q = 3 ≠ T_k = 5 the shapes are wrong (or the
+        weights transposed), padded keys get weight, the output is not weights @ V or a query with no
+        allowed key gets a non-zero output; or when a mask that does not broadcast raises no ValueError.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "masked_attention", masked_attention)
@@ -193,7 +226,7 @@ def check_masked_attention(masked_attention: Callable) -> None:
     B, T_q, T_k, d_k, d_v = 2, 3, 5, 4, 2
     Q, K, V = rng.normal(size=(B, T_q, d_k)), rng.normal(size=(B, T_k, d_k)), rng.normal(size=(B, T_k, d_v))
     padding = np.arange(T_k)[None, None, :] < np.array([3, 0])[:, None, None]  # source lengths 3 and 0
-    result, _ = _call(masked_attention, Q, K, V, padding)
+    result, _ = call_recording_warnings(masked_attention, Q, K, V, padding)
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         _fail(f"masked_attention should return a tuple (output, weights), but it returned {type(result).__name__}")
     output, weights = result
@@ -211,7 +244,7 @@ def check_masked_attention(masked_attention: Callable) -> None:
     _ok("padded keys get weight 0, output = weights @ V, and queries with no allowed key get a zero output row")
     wrong_way_round = np.ones((T_k, T_q), dtype=bool)
     try:
-        _call(masked_attention, Q[0], K[0], V[0], wrong_way_round)
+        call_recording_warnings(masked_attention, Q[0], K[0], V[0], wrong_way_round)
     except SelfCheckFailed as failure:
         if "ValueError" not in str(failure):
             raise

@@ -18,8 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from attention_lab.core.calls import call_learner
-from attention_lab.core.self_check import CALL_SECONDS, call as _call, fail as _fail, float_array, ok as _ok
+from attention_lab.core.self_check import CALL_SECONDS, attempt, call, fail as _fail, float_array, ok as _ok
 from attention_lab.core.worked import check_worked_cases, show
 
 ASSIGNMENT = "05_kv_cache"
@@ -49,10 +48,17 @@ def _problem(rng, T: int, d_model: int, d_head: int):
 def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Callable) -> None:
     """Self-check the pasted assignment-1 functions, including T_q ≠ T_k with a (T_q, T_k) mask.
 
+    Parameters
+    ----------
+    softmax, scaled_dot_product_attention : callable
+        The learner's functions pasted from assignment 1; here Q (2, 4), K (5, 4), V (5, 3), float, and a
+        bool (2, 5) mask give (output (2, 3), weights (2, 5)).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case of either that fails, or when the blocked weight is not exactly 0, a row
+        of weights does not sum to 1 or the output is not weights @ V.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "softmax", softmax)
@@ -60,7 +66,7 @@ def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Cal
     rng = np.random.default_rng(50)
     Q, K, V = rng.normal(size=(2, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
     allowed = np.array([[True, True, True, True, False], [True, True, True, True, True]])
-    result = _call(scaled_dot_product_attention, Q, K, V, mask=allowed)
+    result = call(scaled_dot_product_attention, Q, K, V, mask=allowed)
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         _fail("scaled_dot_product_attention should return (output, weights)")
     output = _array("the output for 2 queries over 5 keys", result[0], (2, 3))
@@ -78,16 +84,24 @@ def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Cal
 def check_causal_mask(causal_mask: Callable) -> None:
     """Self-check ``causal_mask(T_q, T_k=None)``: worked cases, then the bottom-right rule for many sizes.
 
+    Parameters
+    ----------
+    causal_mask : callable
+        The learner's function: ints ``T_q`` ≤ ``T_k`` (``T_k`` defaults to ``T_q``); returns a bool mask
+        (T_q, T_k) in which new query i sees keys 0 … i + T_k − T_q.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong, or when for some 1 ≤ T_q ≤ T_k ≤ 6 the mask is not that
+        bool array (saying when the triangle is aligned top-left), or causal_mask(T) differs from
+        causal_mask(T, T).
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "causal_mask", causal_mask)
     for T_k in range(1, 7):
         for T_q in range(1, T_k + 1):
-            mask = _call(causal_mask, T_q, T_k)
+            mask = call(causal_mask, T_q, T_k)
             if not isinstance(mask, np.ndarray) or mask.shape != (T_q, T_k) or mask.dtype != np.bool_:
                 got = f"{mask.dtype} array of shape {mask.shape}" if isinstance(mask, np.ndarray) else \
                     type(mask).__name__
@@ -101,9 +115,9 @@ def check_causal_mask(causal_mask: Callable) -> None:
                              and T_q < T_k else ""))
     _ok("causal_mask(T_q, T_k) lets new query i see keys 0 … i + T_k − T_q for every 1 ≤ T_q ≤ T_k ≤ 6")
     for T in (1, 4):
-        square = _call(causal_mask, T)
+        square = call(causal_mask, T)
         if not isinstance(square, np.ndarray) or square.shape != (T, T) or \
-                not np.array_equal(square, _call(causal_mask, T, T)):
+                not np.array_equal(square, call(causal_mask, T, T)):
             _fail(f"causal_mask({T}) (T_k omitted) should equal causal_mask({T}, {T})")
     _ok("with T_k omitted the mask is the square one of assignment 1")
 
@@ -112,17 +126,26 @@ def check_causal_mask(causal_mask: Callable) -> None:
 def check_attend_with_cache(attend_with_cache: Callable) -> None:
     """Self-check ``attend_with_cache``: worked cases, the grown caches, and chunk = token by token.
 
+    Parameters
+    ----------
+    attend_with_cache : callable
+        The learner's function: ``x_new`` (T_new, d_model), ``K_cache``, ``V_cache`` (T_old, d_head) and
+        ``W_q``, ``W_k``, ``W_v`` (d_model, d_head), float64; returns (out_new (T_new, d_head),
+        K_cache_new, V_cache_new (T_old + T_new, d_head)).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong; when the caches are not float64, not the old rows followed
+        by the new projections, or an output row lies outside the range of the values; or when 3 new
+        tokens at once do not give, to 1e-12, what 3 single-token calls give.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "attend_with_cache", attend_with_cache)
     rng = np.random.default_rng(52)
     x, W_q, W_k, W_v = _problem(rng, 7, 6, 3)
     K_cache, V_cache = x[:4] @ W_k, x[:4] @ W_v
-    result = _triple(_call(attend_with_cache, x[4:], K_cache, V_cache, W_q, W_k, W_v), "attend_with_cache")
+    result = _triple(call(attend_with_cache, x[4:], K_cache, V_cache, W_q, W_k, W_v), "attend_with_cache")
     out = _array("out_new for 3 new tokens over a cache of 4", result[0], (3, 3))
     K_new = _array("K_cache_new for 3 new tokens over a cache of 4", result[1], (7, 3))
     V_new = _array("V_cache_new for 3 new tokens over a cache of 4", result[2], (7, 3))
@@ -144,7 +167,7 @@ def check_attend_with_cache(attend_with_cache: Callable) -> None:
 
     one_by_one, K_step, V_step = [], K_cache, V_cache
     for i in range(4, 7):
-        step = _triple(_call(attend_with_cache, x[i:i + 1], K_step, V_step, W_q, W_k, W_v), "attend_with_cache")
+        step = _triple(call(attend_with_cache, x[i:i + 1], K_step, V_step, W_q, W_k, W_v), "attend_with_cache")
         one_by_one.append(_array(f"out_new for one new token over a cache of {i}", step[0], (1, 3)))
         K_step, V_step = step[1], step[2]
     one_by_one = np.concatenate(one_by_one)
@@ -165,36 +188,47 @@ def check_decode_incrementally(decode_incrementally: Callable, scaled_dot_produc
     The full attention is ``scaled_dot_product_attention(x W_q, x W_k, x W_v, mask=causal_mask(T))`` with
     the learner's own functions, so this check needs steps 0 and 1 to work.
 
+    Parameters
+    ----------
+    decode_incrementally : callable
+        The learner's function: ``x`` (T, d_model), ``W_q``, ``W_k``, ``W_v`` (d_model, d_head), float64,
+        and an int ``chunk``; returns the outputs (T, d_head).
+    scaled_dot_product_attention, causal_mask : callable
+        The learner's functions of steps 0 and 1.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        When the result differs from full attention by float32 rounding; at the first worked case it gets
+        wrong; when the learner's full attention cannot be computed; when for chunk = 1, 3, 4, 10, 25 the
+        outputs differ from it by more than 1e-12; or when changing the last token changes an earlier
+        output.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(53)
     T, d_head = 10, 4
     x, W_q, W_k, W_v = _problem(rng, T, 8, d_head)
-    try:
-        full = call_learner(scaled_dot_product_attention, x @ W_q, x @ W_k, x @ W_v,
-                            mask=call_learner(causal_mask, T, seconds=CALL_SECONDS), seconds=CALL_SECONDS)[0]
-        decoded = call_learner(decode_incrementally, x, W_q, W_k, W_v, seconds=CALL_SECONDS)
-        largest = float(np.max(np.abs(np.asarray(decoded, dtype=np.float64) - full)))
-    except Exception:  # noqa: BLE001 — a broken function is reported by the worked cases below, in words
-        largest = None
+
+    def difference_from_full_attention() -> float:
+        full = scaled_dot_product_attention(x @ W_q, x @ W_k, x @ W_v, mask=causal_mask(T))[0]
+        return float(np.max(np.abs(np.asarray(decode_incrementally(x, W_q, W_k, W_v), dtype=np.float64) - full)))
+
+    # None when a function fails: the worked cases below say how, in words (three calls share one time limit)
+    largest, _ = attempt(difference_from_full_attention, seconds=3 * CALL_SECONDS)
     # Rounding to float32 is checked first: on the small worked cases it looks like any other wrong value.
     if largest is not None and SAME < largest < FLOAT32:
         _fail(f"decoding with the cache differs from your full causal attention by {largest:.1g}: the size of "
               "float32 rounding. Decoding must reproduce full attention to 1e-12, so keep every array in float64")
     check_worked_cases(ASSIGNMENT, "decode_incrementally", decode_incrementally)
-    mask = _call(causal_mask, T)
-    full = _call(scaled_dot_product_attention, x @ W_q, x @ W_k, x @ W_v, mask=mask)
+    mask = call(causal_mask, T)
+    full = call(scaled_dot_product_attention, x @ W_q, x @ W_k, x @ W_v, mask=mask)
     if not isinstance(full, (tuple, list)) or not isinstance(full[0], np.ndarray) or full[0].shape != (T, d_head):
         _fail("your scaled_dot_product_attention (step 0) does not return (output, weights) of the right shapes, "
               "so the full attention to compare with cannot be computed; fix step 0 first")
     full = full[0]
     for chunk in (1, 3, 4, T, 25):
         decoded = _array(f"decode_incrementally(x, W_q, W_k, W_v, chunk={chunk}) with T = {T}",
-                         _call(decode_incrementally, x, W_q, W_k, W_v, chunk=chunk), (T, d_head))
+                         call(decode_incrementally, x, W_q, W_k, W_v, chunk=chunk), (T, d_head))
         difference = np.abs(decoded - full)
         if not np.all(difference <= SAME):
             first = int(np.argmax((difference > SAME).any(axis=1)))
@@ -209,7 +243,7 @@ def check_decode_incrementally(decode_incrementally: Callable, scaled_dot_produc
 
     changed = x.copy()
     changed[T - 1] += 1.0
-    moved = np.abs(_call(decode_incrementally, changed, W_q, W_k, W_v, chunk=3) - full).max(axis=1)
+    moved = np.abs(call(decode_incrementally, changed, W_q, W_k, W_v, chunk=3) - full).max(axis=1)
     if np.any(moved[:-1] > SAME):
         _fail("changing the last token changed earlier outputs: the future leaks into the past")
     _ok("changing the last token changes only the last output")
@@ -219,10 +253,18 @@ def check_decode_incrementally(decode_incrementally: Callable, scaled_dot_produc
 def check_attention_cost_per_token(attention_cost_per_token: Callable) -> None:
     """Self-check the cost model: worked cases, equal at t = 1, linear with the cache, quadratic without.
 
+    Parameters
+    ----------
+    attention_cost_per_token : callable
+        The learner's function: ints ``t``, ``d_model``, ``d_head`` and a bool ``cached``; returns the whole
+        number of multiply-adds for token t.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        At the first worked case it gets wrong; when a count is not a whole number; or when the counts for
+        t = 1 differ, the cached count does not grow by 2·d_head per token or the uncached one has second
+        differences other than 4·d_head.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "attention_cost_per_token", attention_cost_per_token)
@@ -231,7 +273,7 @@ def check_attention_cost_per_token(attention_cost_per_token: Callable) -> None:
     for cached in (True, False):
         values = []
         for t in range(1, 9):
-            value = _call(attention_cost_per_token, t, d_model, d_head, cached)
+            value = call(attention_cost_per_token, t, d_model, d_head, cached)
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
                     or not np.isfinite(value) or value != round(float(value)):
                 _fail(f"attention_cost_per_token({t}, {d_model}, {d_head}, cached={cached}) should be a whole "

@@ -168,35 +168,60 @@ def loops_within_one_line(code) -> bool:
                for i in instructions)
 
 
-def call_learner(function: Callable, *args, seconds: float, copy_arrays: bool = False, **kwargs):
+def call_learner(function: Callable, *args, seconds: float, copy_arrays: bool = False,
+                 record_warnings: list | None = None, **kwargs):
     """Call ``function(*args, **kwargs)`` the way every caller of learners' code should.
 
-    Warnings and NumPy floating-point errors are silenced and anything the
-    function prints is discarded (nbgrader scores any stderr output in a test
-    cell as 0, and correct code may warn); an infinite loop is interrupted.
+    Anything the function prints is discarded (nbgrader scores any stderr
+    output in a test cell as 0) and an infinite loop is interrupted. Warnings
+    and NumPy floating-point errors are silenced (correct code may warn), or,
+    with ``record_warnings``, recorded under NumPy's default error handling:
+    overflow, invalid operations (0/0) and division by zero (log 0) warn,
+    underflow to 0 is harmless and does not.
 
     Parameters
     ----------
+    function : callable
+        The learner's function (or a function of no arguments that calls it).
+    *args, **kwargs
+        Passed on to ``function``.
     seconds : float
-        Time limit.
+        Time limit, wall clock.
     copy_arrays : bool
-        Pass copies of ndarray arguments, so that a function that modifies its
-        input cannot change the caller's arrays.
+        Pass copies of ndarray arguments (positional and keyword), so that a
+        function that modifies its input cannot change the caller's arrays.
+    record_warnings : list, optional
+        If given, every warning the call emits is appended to it, as a
+        :class:`warnings.WarningMessage`, in the order emitted (also when the
+        call raises).
+
+    Returns
+    -------
+    object
+        What ``function`` returned.
 
     Raises
     ------
     FunctionTimedOut
         If the call takes longer than ``seconds``.
-    Exception
-        Whatever ``function`` raises.
+    BaseException
+        Whatever ``function`` raises, unchanged.
     """
     __tracebackhide__ = True  # IPython shows the learner's frames, not this module's
     import numpy as np  # here, not at the top: the time limit above works before NumPy is loaded
 
     if copy_arrays:
         args = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
-    sink = io.StringIO()
-    with warnings.catch_warnings(), np.errstate(all="ignore"), time_limit(seconds):
-        warnings.simplefilter("ignore")
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            return function(*args, **kwargs)
+        kwargs = {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    recording = record_warnings is not None
+    # NumPy's defaults when recording (a learner's np.seterr does not change what warns), else all silenced
+    errors = dict(over="warn", divide="warn", invalid="warn", under="ignore") if recording else dict(all="ignore")
+    sink, caught = io.StringIO(), None
+    try:
+        with warnings.catch_warnings(record=recording) as caught, np.errstate(**errors), time_limit(seconds):
+            warnings.simplefilter("always" if recording else "ignore")
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                return function(*args, **kwargs)
+    finally:  # after the time limit has ended, so that recording cannot be interrupted
+        if recording and caught:
+            record_warnings.extend(caught)

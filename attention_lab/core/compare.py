@@ -16,7 +16,18 @@ class CheckFailed(AssertionError):
 
 
 def describe(array) -> str:
-    """Short description of a value for messages: type, shape and dtype."""
+    """Short description of a value for messages: type, shape and dtype.
+
+    Parameters
+    ----------
+    array : object
+        A learner's result; only its type (and, for an array, shape and dtype) is looked at.
+
+    Returns
+    -------
+    str
+        ``"an array of shape (2, 3) and dtype float64"``, or the type's name.
+    """
     if type(array) is np.ndarray:
         return f"an array of shape {array.shape} and dtype {array.dtype}"
     if isinstance(array, np.ndarray):
@@ -53,6 +64,12 @@ def expect_array(
         Tolerances as in :func:`numpy.allclose`.
     kind : {"f", "b"}
         Required dtype kind: floating point or boolean.
+
+    Raises
+    ------
+    CheckFailed
+        Naming the first of type, shape, dtype, finiteness and values that is wrong, with the learner's
+        value at the first wrong index (never the expected one).
     """
     if type(got) is not np.ndarray:
         raise CheckFailed(f"{what} should be a NumPy array (numpy.ndarray), but it is {describe(got)}")

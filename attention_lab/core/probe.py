@@ -35,17 +35,14 @@ calls that an earlier function makes inside itself are left alone.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import hashlib
-import io
 import traceback
-import warnings
 from typing import Any
 
 import numpy as np
 
 from attention_lab.core import values as wire
-from attention_lab.core.calls import FunctionTimedOut, time_limit
+from attention_lab.core.calls import FunctionTimedOut, call_learner
 
 #: MIME type of the display output that carries a step's results to the grader.
 MIME = "application/vnd.attention-lab.probe+json"
@@ -237,15 +234,16 @@ def call_case(namespace: dict, case: dict, earlier=(), stand_ins: dict | None = 
     kwargs = {key: wire.decode(value) for key, value in case["kwargs"].items()}
     values = None if stand_ins is None else {digest: _stored(entry) for digest, entry in stand_ins.items()}
     earlier_functions = _EarlierFunctions(namespace, [n for n in earlier if n != name], values)
-    sink = io.StringIO()
+
+    def call_and_encode():
+        value = function(*args, **kwargs)
+        # encoded within the call's time limit, output discarded: encoding an ndarray subclass can run its code
+        return wire.encode(value), [wire.encode(a) if isinstance(a, np.ndarray) else None for a in args]
+
+    caught = []
     try:
-        with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn", under="ignore"), \
-                contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), \
-                time_limit(float(case["seconds"])), earlier_functions:
-            warnings.simplefilter("always")
-            value = function(*args, **kwargs)
-            encoded = wire.encode(value)
-            after = [wire.encode(a) if isinstance(a, np.ndarray) else None for a in args]
+        with earlier_functions:
+            encoded, after = call_learner(call_and_encode, seconds=float(case["seconds"]), record_warnings=caught)
         if values is not None and (earlier_functions.calls or earlier_functions.dropped):
             raise _NoStandInValue(name)  # the learner's code caught a stand-in's stop and went on
     except _NoStandInValue:
@@ -275,6 +273,18 @@ def collect(namespace: dict, request: dict) -> dict:
 
     A later pass's request (with ``"stand_ins"``) carries only some of the step's cases; each result
     then has the case's ``"index"`` in the step.
+
+    Parameters
+    ----------
+    namespace : dict
+        The notebook's global namespace.
+    request : dict
+        ``{"grade_id", "cases", "earlier"?, "stand_ins"?}`` as the grader packs it.
+
+    Returns
+    -------
+    dict
+        Each result as :func:`call_case` describes it.
     """
     earlier, stand_ins = request.get("earlier", ()), request.get("stand_ins")
     results = []

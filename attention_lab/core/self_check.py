@@ -10,21 +10,22 @@ no exception, no endless loop, inputs left unchanged.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import warnings
 from typing import Callable
 
 import numpy as np
 
-from attention_lab.core.calls import time_limit
-from attention_lab.core.worked import SelfCheckFailed, changed_arguments, describe_failure, in_place_message
-
-CALL_SECONDS = 5.0  # a correct answer takes milliseconds on the checks' inputs
+from attention_lab.core.calls import call_learner
+from attention_lab.core.worked import CALL_SECONDS, SelfCheckFailed, changed_arguments, describe_failure, \
+    in_place_message
 
 
 def fail(message: str) -> None:
     """Stop the self-check with ``message``.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong, in plain words; a notebook shows it alone, marked ✗.
 
     Raises
     ------
@@ -36,12 +37,28 @@ def fail(message: str) -> None:
 
 
 def ok(message: str) -> None:
-    """Print one passed test as a ticked line."""
+    """Print one passed test as a ticked line, ``✓ message``.
+
+    Parameters
+    ----------
+    message : str
+        What the learner's function does right.
+    """
     print(f"✓ {message}")
 
 
 def learner_name(function) -> str:
-    """The name a message uses for a learner's function."""
+    """The name a message uses for a learner's function.
+
+    Parameters
+    ----------
+    function : callable
+
+    Returns
+    -------
+    str
+        Its ``__name__``, or ``"your function"`` for a callable without one.
+    """
     return getattr(function, "__name__", "your function")
 
 
@@ -84,13 +101,9 @@ def call_recording_warnings(function: Callable, *args, seconds: float = CALL_SEC
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     used_args, used_kwargs = tuple(_copy(a) for a in args), {k: _copy(v) for k, v in kwargs.items()}
-    sink = io.StringIO()
+    caught = []
     try:
-        with warnings.catch_warnings(record=True) as caught, \
-                np.errstate(over="warn", divide="warn", invalid="warn", under="ignore"), \
-                contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), time_limit(seconds):
-            warnings.simplefilter("always")
-            result = function(*used_args, **used_kwargs)
+        result = call_learner(function, *used_args, seconds=seconds, record_warnings=caught, **used_kwargs)
     except Exception as error:  # noqa: BLE001 — any failure of learners' code becomes a message
         raise SelfCheckFailed(describe_failure(function, error, seconds)) from None
     changed = changed_arguments(function, args, used_args, kwargs, used_kwargs)
@@ -102,6 +115,16 @@ def call_recording_warnings(function: Callable, *args, seconds: float = CALL_SEC
 def call(function: Callable, *args, seconds: float = CALL_SECONDS, **kwargs):
     """:func:`call_recording_warnings` without the warnings: what the function returned.
 
+    Parameters
+    ----------
+    function, *args, seconds, **kwargs
+        As for :func:`call_recording_warnings`.
+
+    Returns
+    -------
+    object
+        The learner's result.
+
     Raises
     ------
     SelfCheckFailed
@@ -109,6 +132,37 @@ def call(function: Callable, *args, seconds: float = CALL_SECONDS, **kwargs):
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     return call_recording_warnings(function, *args, seconds=seconds, **kwargs)[0]
+
+
+def attempt(function: Callable, *args, seconds: float = CALL_SECONDS, **kwargs) -> tuple[object, Exception | None]:
+    """Call a learner's function without failing the self-check: ``(result, None)`` or ``(None, error)``.
+
+    For a self-check that looks at *how* a call fails (a ValueError it should
+    raise, an error that comes from another step's function) or that only
+    needs a working function for an extra test. The call is the usual one
+    (:func:`~attention_lab.core.calls.call_learner`: quiet, on copies of its
+    arrays, with a time limit); an in-place change is not reported here.
+
+    Parameters
+    ----------
+    function : callable
+    *args, **kwargs
+        Passed on to ``function``; arrays as copies.
+    seconds : float
+        Time limit for the call.
+
+    Returns
+    -------
+    result : object
+        What ``function`` returned, or None if it raised.
+    error : Exception or None
+        What it raised (:class:`~attention_lab.core.calls.FunctionTimedOut` when out of time), or None.
+    """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    try:
+        return call_learner(function, *args, seconds=seconds, copy_arrays=True, **kwargs), None
+    except Exception as error:  # noqa: BLE001 — the caller decides what a failure means
+        return None, error
 
 
 def float_array(what: str, value, shape: tuple[int, ...], *, sep: str = "; ", kinds: str = "f",
@@ -149,3 +203,20 @@ def float_array(what: str, value, shape: tuple[int, ...], *, sep: str = "; ", ki
     if finite and not np.all(np.isfinite(value)):
         fail(f"{what} contains NaN or inf")
     return value
+
+
+def normal_arrays(seed: int, *shapes: tuple[int, ...]) -> list[np.ndarray]:
+    """Arrays of standard normal draws, one per shape, from a generator seeded with ``seed`` (a check's inputs).
+
+    Parameters
+    ----------
+    seed : int
+    *shapes : tuple of int
+
+    Returns
+    -------
+    list of numpy.ndarray
+        float64 arrays of the given shapes, drawn in order from ``numpy.random.default_rng(seed)``.
+    """
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=shape) for shape in shapes]

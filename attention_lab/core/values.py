@@ -1,5 +1,6 @@
-"""Values as data between the grader and a learner's kernel: arrays and scalars, never objects.
+"""Values as data: between the grader and a learner's kernel, and in the worked cases the package stores.
 
+**On the wire** (:func:`encode`, :func:`decode`, :func:`dumps`, :func:`pack`).
 The grader sends hidden inputs into the kernel and reads the learner's raw
 results back (see :mod:`attention_lab.core.probe`). Both directions use this one
 encoding: JSON with NumPy arrays as base64 ``.npy`` bytes, read back with
@@ -7,6 +8,19 @@ encoding: JSON with NumPy arrays as base64 ``.npy`` bytes, read back with
 live Python object: an ``ndarray`` subclass arrives as its plain data with its
 class name noted, and anything else arrives as the name of its type, so an
 object whose ``__eq__`` says True to everything is only a name.
+
+**Stored** (:func:`encode_stored`, :func:`decode_stored`): the worked cases
+kept in ``attention_lab/<folder>/worked_cases.json`` (see
+:mod:`attention_lab.core.worked`) are read by people in reviews, so their
+values are readable JSON that round-trips bit for bit:
+
+* ``None``, booleans, integers, strings and finite floats are JSON values
+  (floats written with enough digits to round-trip exactly);
+* a non-finite float is ``{"float": "nan" | "inf" | "-inf"}`` (as on the wire);
+* an array is ``{"ndarray": {"dtype": ..., "shape": [...], "data": nested lists}}``,
+  non-finite entries written as the strings ``"nan"``, ``"inf"``, ``"-inf"``;
+* a NumPy scalar is ``{"numpy_scalar": {"dtype": ..., "value": ...}}``;
+* a tuple is ``{"tuple": [...]}``, a dict ``{"dict": {...}}`` (string keys).
 """
 
 from __future__ import annotations
@@ -61,6 +75,19 @@ def encode(value: Any, depth: int = 0) -> Any:
     ``None``, and ``tuple``/``list`` of these up to :data:`MAX_DEPTH` levels.
     Exact types are required for containers, so a subclass cannot hide
     behaviour in ``__iter__``. Anything else becomes ``{"unsupported": <type name>}``.
+
+    Parameters
+    ----------
+    value : object
+        Typically what a learner's function returned, or a hidden input.
+    depth : int
+        How deep in containers ``value`` already is (for the recursion).
+
+    Returns
+    -------
+    object
+        JSON-ready data: dicts, lists, strings, numbers, booleans and None. Never raises for an
+        unsupported value; it is described instead.
     """
     kind = type(value)
     if value is None or kind in (bool, str):
@@ -86,6 +113,17 @@ def encode(value: Any, depth: int = 0) -> Any:
 
 def decode(data: Any) -> Any:
     """Inverse of :func:`encode`; unsupported values become :class:`Unsupported`.
+
+    Parameters
+    ----------
+    data : object
+        What :func:`encode` produced (after a JSON round trip).
+
+    Returns
+    -------
+    object
+        Plain ``numpy.ndarray`` (an :class:`ArrayFromSubclass` for a learner's subclass), NumPy scalar,
+        Python scalar, tuple, list or :class:`Unsupported`.
 
     Raises
     ------
@@ -115,15 +153,160 @@ def decode(data: Any) -> Any:
 
 
 def dumps(data: Any) -> str:
-    """JSON text of encoded data (compact, key order kept)."""
+    """JSON text of encoded data (compact, key order kept).
+
+    Parameters
+    ----------
+    data : object
+        Encoded data, as :func:`encode` returns it (or a request built of such data).
+
+    Returns
+    -------
+    str
+    """
     return json.dumps(data, separators=(",", ":"))
 
 
 def pack(data: Any) -> str:
-    """Encoded data as one line of base64 text, to embed in a code cell."""
+    """Encoded data as one line of base64 text, to embed in a code cell.
+
+    Parameters
+    ----------
+    data : object
+        JSON-ready data (a request of encoded values).
+
+    Returns
+    -------
+    str
+        ASCII only, no newline.
+    """
     return base64.b64encode(dumps(data).encode("utf-8")).decode("ascii")
 
 
 def unpack(text: str) -> Any:
-    """Inverse of :func:`pack`."""
+    """Inverse of :func:`pack`.
+
+    Parameters
+    ----------
+    text : str
+        What :func:`pack` returned.
+
+    Returns
+    -------
+    object
+        The JSON-ready data.
+
+    Raises
+    ------
+    ValueError
+        If ``text`` is not base64 of UTF-8 JSON (``binascii.Error``, ``UnicodeDecodeError`` and
+        ``json.JSONDecodeError`` are ValueErrors).
+    """
     return json.loads(base64.b64decode(text.encode("ascii")).decode("utf-8"))
+
+
+# ---------------------------------------------------------------- stored: readable JSON (worked cases)
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _float_item(value: float):
+    value = float(value)
+    if math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def _array_items(array: np.ndarray):
+    if array.dtype.kind == "f":
+        return [_array_items(a) for a in array] if array.ndim else _float_item(array.item())
+    return array.tolist()
+
+
+def encode_stored(value) -> Any:
+    """A JSON-ready form of ``value`` that :func:`decode_stored` turns back into an equal value, bit for bit.
+
+    Parameters
+    ----------
+    value : None, bool, int, float, str, numpy.ndarray, numpy scalar, or a tuple, list or dict of these
+        Arrays must have a boolean, integer or floating dtype.
+
+    Returns
+    -------
+    object
+        Built from dicts, lists, strings, numbers, booleans and None only.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` (or an item of it) is of another type, or an array has
+        another dtype (complex, object, ...).
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biuf":
+            raise TypeError(f"cannot store an array of dtype {value.dtype} (only bool, integer and float)")
+        return {"ndarray": {"dtype": value.dtype.name, "shape": list(value.shape), "data": _array_items(value)}}
+    if isinstance(value, np.generic):
+        if value.dtype.kind not in "biuf":
+            raise TypeError(f"cannot store a NumPy scalar of dtype {value.dtype}")
+        item = _float_item(value.item()) if value.dtype.kind == "f" else value.item()
+        return {"numpy_scalar": {"dtype": value.dtype.name, "value": item}}
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"float": _float_item(value)}
+    if isinstance(value, tuple):
+        return {"tuple": [encode_stored(v) for v in value]}
+    if isinstance(value, list):
+        return [encode_stored(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"dict": {k: encode_stored(v) for k, v in value.items()}}
+    raise TypeError(f"cannot store a value of type {type(value).__name__}")
+
+
+def _float_data(items):
+    if isinstance(items, list):
+        return [_float_data(i) for i in items]
+    return _NON_FINITE[items] if isinstance(items, str) else items
+
+
+def decode_stored(data) -> Any:
+    """The value that :func:`encode_stored` stored as ``data`` (a fresh object on every call).
+
+    Parameters
+    ----------
+    data : object
+        What :func:`encode_stored` returned, as read back from JSON.
+
+    Returns
+    -------
+    object
+        Equal to the stored value bit for bit: arrays and NumPy scalars with their dtype, tuples,
+        lists, dicts and Python scalars.
+
+    Raises
+    ------
+    ValueError
+        If ``data`` is not something :func:`encode_stored` writes.
+    """
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    if isinstance(data, list):
+        return [decode_stored(d) for d in data]
+    if isinstance(data, dict) and len(data) == 1:
+        (tag, body), = data.items()
+        if tag == "ndarray":
+            dtype = np.dtype(body["dtype"])
+            items = _float_data(body["data"]) if dtype.kind == "f" else body["data"]
+            return np.array(items, dtype=dtype).reshape(body["shape"])
+        if tag == "numpy_scalar":
+            dtype = np.dtype(body["dtype"])
+            return dtype.type(_NON_FINITE.get(body["value"], body["value"]) if dtype.kind == "f" else body["value"])
+        if tag == "float":
+            return _NON_FINITE[body]
+        if tag == "tuple":
+            return tuple(decode_stored(d) for d in body)
+        if tag == "dict":
+            return {k: decode_stored(v) for k, v in body.items()}
+    raise ValueError(f"not an encoded worked-case value: {data!r:.200}")

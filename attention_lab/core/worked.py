@@ -9,15 +9,8 @@ learner's function on those inputs and, when a result is wrong, says in plain
 words what differs, which known mistake gives the same numbers (with a hint
 that points to the idea without giving code), or which property fails.
 
-The JSON encoding of values is defined here, next to its only reader:
-
-* ``None``, booleans, integers, strings and finite floats are JSON values
-  (floats written with enough digits to round-trip exactly);
-* a non-finite float is ``{"float": "nan" | "inf" | "-inf"}``;
-* an array is ``{"ndarray": {"dtype": ..., "shape": [...], "data": nested lists}}``,
-  non-finite entries written as the strings ``"nan"``, ``"inf"``, ``"-inf"``;
-* a NumPy scalar is ``{"numpy_scalar": {"dtype": ..., "value": ...}}``;
-* a tuple is ``{"tuple": [...]}``, a dict ``{"dict": {...}}`` (string keys).
+The stored values are in the readable JSON form of
+:func:`attention_lab.core.values.encode_stored` (``encode`` and ``decode`` here).
 """
 
 from __future__ import annotations
@@ -29,17 +22,16 @@ import inspect
 import io
 import json
 import linecache
-import math
 import numbers
 import textwrap
-import warnings
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
-from attention_lab.core.calls import FunctionTimedOut, time_limit
+from attention_lab.core import values
+from attention_lab.core.calls import FunctionTimedOut, call_learner
 
-CALL_SECONDS = 5.0  # a correct answer takes milliseconds on a worked case
+CALL_SECONDS = 5.0  # per call of a learner's function in a self-check; a correct answer takes milliseconds
 FORMAT = 2  # version of the JSON layout written by autograder.grader.worked_cases (2: cases carry exact_dtype)
 
 
@@ -67,100 +59,8 @@ class SelfCheckFailed(AssertionError):
         return rendered
 
 
-# ---------------------------------------------------------------- JSON encoding of values
-_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-
-
-def _float_item(value: float):
-    value = float(value)
-    if math.isfinite(value):
-        return value
-    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-
-
-def _array_items(array: np.ndarray):
-    if array.dtype.kind == "f":
-        return [_array_items(a) for a in array] if array.ndim else _float_item(array.item())
-    return array.tolist()
-
-
-def encode(value) -> Any:
-    """A JSON-ready form of ``value`` that :func:`decode` turns back into an equal value, bit for bit.
-
-    Parameters
-    ----------
-    value : None, bool, int, float, str, numpy.ndarray, numpy scalar, or a tuple, list or dict of these
-        Arrays must have a boolean, integer or floating dtype.
-
-    Returns
-    -------
-    object
-        Built from dicts, lists, strings, numbers, booleans and None only.
-
-    Raises
-    ------
-    TypeError
-        If ``value`` (or an item of it) is of another type, or an array has
-        another dtype (complex, object, ...).
-    """
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in "biuf":
-            raise TypeError(f"cannot store an array of dtype {value.dtype} (only bool, integer and float)")
-        return {"ndarray": {"dtype": value.dtype.name, "shape": list(value.shape), "data": _array_items(value)}}
-    if isinstance(value, np.generic):
-        if value.dtype.kind not in "biuf":
-            raise TypeError(f"cannot store a NumPy scalar of dtype {value.dtype}")
-        item = _float_item(value.item()) if value.dtype.kind == "f" else value.item()
-        return {"numpy_scalar": {"dtype": value.dtype.name, "value": item}}
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {"float": _float_item(value)}
-    if isinstance(value, tuple):
-        return {"tuple": [encode(v) for v in value]}
-    if isinstance(value, list):
-        return [encode(v) for v in value]
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {"dict": {k: encode(v) for k, v in value.items()}}
-    raise TypeError(f"cannot store a value of type {type(value).__name__}")
-
-
-def _float_data(items):
-    if isinstance(items, list):
-        return [_float_data(i) for i in items]
-    return _NON_FINITE[items] if isinstance(items, str) else items
-
-
-def decode(data) -> Any:
-    """The value that :func:`encode` stored as ``data`` (a fresh object on every call).
-
-    Raises
-    ------
-    ValueError
-        If ``data`` is not something :func:`encode` writes.
-    """
-    if data is None or isinstance(data, (bool, int, float, str)):
-        return data
-    if isinstance(data, list):
-        return [decode(d) for d in data]
-    if isinstance(data, dict) and len(data) == 1:
-        (tag, body), = data.items()
-        if tag == "ndarray":
-            dtype = np.dtype(body["dtype"])
-            items = _float_data(body["data"]) if dtype.kind == "f" else body["data"]
-            return np.array(items, dtype=dtype).reshape(body["shape"])
-        if tag == "numpy_scalar":
-            dtype = np.dtype(body["dtype"])
-            return dtype.type(_NON_FINITE.get(body["value"], body["value"]) if dtype.kind == "f" else body["value"])
-        if tag == "float":
-            return _NON_FINITE[body]
-        if tag == "tuple":
-            return tuple(decode(d) for d in body)
-        if tag == "dict":
-            return {k: decode(v) for k, v in body.items()}
-    raise ValueError(f"not an encoded worked-case value: {data!r:.200}")
+# ---------------------------------------------------------------- the stored values
+encode, decode = values.encode_stored, values.decode_stored  # the worked cases' form of values (see values)
 
 
 # ---------------------------------------------------------------- showing values small
@@ -185,6 +85,18 @@ def show(value, limit: int = 300) -> str:
     Arrays appear as nested lists with 4 significant digits (the dtype named
     unless float64, bool or int64), arrays of more than 60 entries by their
     shape and dtype only; text longer than ``limit`` characters is cut.
+
+    Parameters
+    ----------
+    value : object
+        Anything; a learner's own object is shown as ``<TypeName object>``, its ``__repr__`` never run.
+    limit : int
+        Longest text returned, in characters (a cut ends with "…").
+
+    Returns
+    -------
+    str
+        One line.
     """
     try:
         if isinstance(value, np.ndarray):
@@ -336,6 +248,15 @@ def failing_properties(got, want, *, rtol: float = 1e-4, atol: float = 1e-6) -> 
     future position (key j > query i) has weight or is allowed; whether
     entries that should be exactly 0 are not.
 
+    Parameters
+    ----------
+    got : object
+        What the learner's function returned.
+    want : object
+        The expected value: an array, or a tuple of them.
+    rtol, atol : float
+        Tolerances, as for :func:`describe_difference`.
+
     Returns
     -------
     list of str
@@ -412,6 +333,16 @@ def describe_exception(error: BaseException) -> str:
 
     An exception without a message is named by its type alone (``"ValueError"``),
     with no colon and no dash unless a hint follows.
+
+    Parameters
+    ----------
+    error : BaseException
+        What the learner's function raised.
+
+    Returns
+    -------
+    str
+        One line; the message is the exception's own ``str``.
     """
     message = str(error).strip()
     text = f"{type(error).__name__}: {message}" if message else type(error).__name__
@@ -525,7 +456,19 @@ def changed_arguments(function: Callable, originals: tuple, used: tuple, kwargs:
 
 
 def in_place_message(function_name: str, changed: list[str]) -> str:
-    """The failure for a call that changed its inputs: names the arguments."""
+    """The failure for a call that changed its inputs: names the arguments.
+
+    Parameters
+    ----------
+    function_name : str
+        The learner's function, as messages name it.
+    changed : list of str
+        The arguments it modified, as :func:`changed_arguments` names them (at least one).
+
+    Returns
+    -------
+    str
+    """
     what = " and ".join(changed)
     return (f"{function_name} modified its argument{'s' * (len(changed) > 1)} {what} in place; compute a new array "
             f"instead and leave {what} as {'they were' if len(changed) > 1 else 'it was'} (the caller still needs "
@@ -533,7 +476,21 @@ def in_place_message(function_name: str, changed: list[str]) -> str:
 
 
 def is_a(error: BaseException, class_name: str) -> bool:
-    """Whether ``error`` is an instance of a class named ``class_name`` (or of a subclass of one)."""
+    """Whether ``error`` is an instance of a class named ``class_name`` (or of a subclass of one).
+
+    By name, because the worked cases store the exceptions a case or a known
+    mistake raises as names (``"ValueError"``).
+
+    Parameters
+    ----------
+    error : BaseException
+    class_name : str
+        ``"NotImplementedError"``, ``"ValueError"``, ...
+
+    Returns
+    -------
+    bool
+    """
     return any(cls.__name__ == class_name for cls in type(error).__mro__)
 
 
@@ -580,10 +537,24 @@ def worked_cases(assignment_name: str, function_name: str | None = None) -> list
     ``no_warnings``, ``exact_dtype``, ``expected`` and ``mistakes`` (values still encoded; see
     :func:`decode`).
 
+    Parameters
+    ----------
+    assignment_name : str
+        The assignment id the stored file names ("01_scaled_dot_product_attention").
+    function_name : str, optional
+        Only this function's cases.
+
+    Returns
+    -------
+    list of dict
+        In the stored order.
+
     Raises
     ------
     FileNotFoundError
         If the package holds no worked cases for the assignment.
+    ValueError
+        If the stored file has another format version than :data:`FORMAT`.
     """
     data = json.loads(_stored(assignment_name))
     if data.get("format") != FORMAT:
@@ -592,7 +563,7 @@ def worked_cases(assignment_name: str, function_name: str | None = None) -> list
 
 
 # ---------------------------------------------------------------- running a learner's function on a case
-def _call(function: Callable, case: dict, seconds: float):
+def _run_case(function: Callable, case: dict, seconds: float):
     """``(result, error, warned, changed)`` of the learner's function on fresh copies of the case's inputs.
 
     ``changed`` names the array arguments the function modified in place.
@@ -600,20 +571,15 @@ def _call(function: Callable, case: dict, seconds: float):
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     args = decode(case["args"])
     kwargs = {k: decode(v) for k, v in case["kwargs"].items()}
-    sink = io.StringIO()
-    # underflow to 0 is harmless (and NumPy's default ignores it); overflow, 0/0 and log 0 are what a spec forbids
-    errors = {"over": "warn", "divide": "warn", "invalid": "warn", "under": "ignore"} if case["no_warnings"] \
-        else {"all": "ignore"}
-    with warnings.catch_warnings(record=True) as caught, np.errstate(**errors):
-        warnings.simplefilter("always" if case["no_warnings"] else "ignore")
-        try:
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), time_limit(seconds):
-                result = function(*args, **kwargs)
-        except Exception as error:  # noqa: BLE001 — any failure of learners' code becomes a message
-            return None, error, [], []
+    # a spec that forbids warnings (overflow, 0/0, log 0) has them recorded; otherwise they are silenced
+    caught = [] if case["no_warnings"] else None
+    try:
+        result = call_learner(function, *args, seconds=seconds, record_warnings=caught, **kwargs)
+    except Exception as error:  # noqa: BLE001 — any failure of learners' code becomes a message
+        return None, error, [], []
     changed = changed_arguments(function, decode(case["args"]), args,
                                 {k: decode(v) for k, v in case["kwargs"].items()}, kwargs, names=case["arg_names"])
-    return result, None, [str(w.message) for w in caught], changed
+    return result, None, [str(w.message) for w in caught or ()], changed
 
 
 def _call_text(case: dict) -> str:
@@ -667,6 +633,15 @@ def _failure(case: dict, problem: str, details: list[str], received=_NOTHING) ->
 def check_one_case(case: dict, function: Callable, seconds: float | None = None) -> None:
     """Run ``function`` on one stored worked case; raise :class:`SelfCheckFailed` with a plain-words message if wrong.
 
+    Parameters
+    ----------
+    case : dict
+        One of :func:`worked_cases`.
+    function : callable
+        The learner's function, called on fresh copies of the case's inputs.
+    seconds : float, optional
+        Time limit for the call (default :data:`CALL_SECONDS`).
+
     Raises
     ------
     SelfCheckFailed
@@ -675,7 +650,7 @@ def check_one_case(case: dict, function: Callable, seconds: float | None = None)
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     seconds = CALL_SECONDS if seconds is None else seconds
-    result, error, warned, changed = _call(function, case, seconds)
+    result, error, warned, changed = _run_case(function, case, seconds)
     name = case["function"]
     if error is not None and is_a(error, "NotImplementedError"):  # this function, or one it calls, is a stub
         raise SelfCheckFailed(describe_failure(function, error, seconds))
@@ -752,3 +727,29 @@ def check_worked_cases(assignment_name: str, function_name: str, function: Calla
     for case in cases:
         check_one_case(case, function, seconds)
     print(f"✓ {function_name} gives the expected result on {len(cases)} worked case{'s' * (len(cases) != 1)}")
+
+
+def passes_worked_cases(assignment_name: str, function_name: str, function: Callable) -> bool:
+    """Whether a learner's function passes its worked cases, found out silently (no ✓ line, no failure).
+
+    For a self-check whose extra test needs another of the learner's
+    functions to work (that function's own check reports what is wrong).
+
+    Parameters
+    ----------
+    assignment_name, function_name : str
+        As for :func:`check_worked_cases`.
+    function : callable
+        The learner's function.
+
+    Returns
+    -------
+    bool
+        False also when the worked cases cannot be run at all.
+    """
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            check_worked_cases(assignment_name, function_name, function)
+    except Exception:  # noqa: BLE001 — any failure (a SelfCheckFailed, no cases) means "does not pass"
+        return False
+    return True
