@@ -253,7 +253,7 @@ def test_fact_3_text_says_what_the_check_tests_and_matches_the_printed_values(ca
     assert f"scaled {scaled:.2f} nats, unscaled {unscaled:.2f} nats (uniform would be ln 32 = 3.47)" in printed
     text = " ".join(next(c.source for c in read(SOURCE_NB).cells if c.source.startswith("**Fact 3")).split())
     assert "close to the" not in text and "ceiling 3.47" not in text
-    assert f"about {unscaled:.1f} nats" in text and f"about {scaled:.1f} nats" in text and r"\ln 32 \approx 3.47" in text
+    assert f"{unscaled:.2f} nats" in text and f"{scaled:.2f} nats" in text and r"\ln 32 \approx 3.47" in text
     low, high = checks.SCALED_GAP
     assert f"between {low:g} and {high:g} nats below" in text and "below half the scaled one" in text
 

@@ -535,9 +535,10 @@ def check_rows_are_weighted_averages(scaled_dot_product_attention: Callable) -> 
     if not _close(out, w @ V):
         _fail("the output is not weights @ V: revisit scaled_dot_product_attention (step 5)")
     if np.any(out < V.min(axis=0) - 1e-9) or np.any(out > V.max(axis=0) + 1e-9):
-        _fail("an output value lies outside the range of the values it averages: revisit "
-              "scaled_dot_product_attention (step 5)")
-    _ok("fact 1: weights ≥ 0, rows sum to 1, output = weights @ V lies within the range of V")
+        _fail("an output value lies outside its column's smallest … largest value in V, so the output row is not "
+              "a weighted average of the value rows: revisit scaled_dot_product_attention (step 5)")
+    _ok("fact 1: weights ≥ 0, rows sum to 1, output = weights @ V lies in the convex hull of the rows of V "
+        "(each column between its smallest and largest value in V)")
 
 
 def check_causality(causal_self_attention: Callable) -> None:

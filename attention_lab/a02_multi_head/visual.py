@@ -15,8 +15,9 @@ multi-head attention on random tokens x (T, d_model) with random projections,
   future key.
 
 Changing ``n_heads`` changes ``d_head = d_model / n_heads``: with the scaling
-by √d_head every head's scores keep the same spread, so the heads differ by
-what they look at, not by how sharp they are.
+by √d_head every head's scores keep the same spread, so with the random
+weights used here the heads differ by what they look at, not by how sharp
+they are (trained heads can differ in sharpness too).
 
 It runs on whatever functions it is given — the learner's own at the end of
 assignment 2, the reference in the self-study notebook — and looks each one

@@ -8,7 +8,7 @@ d_model, a position t, an offset k, a frequency pair i and a random seed:
   −1…1), with rows t and t + k marked;
 * PE(t)·PE(t+k) against the offset k for the chosen t and for t = 0 (the two
   curves coincide: the dot product depends on k only), next to the same curve
-  for a random, learned-like encoding, which has no such structure;
+  for a random table (a stand-in for a learned encoding), which has no such structure;
 * pair i of every position as a point on the unit circle (sine on the x axis,
   cosine on the y axis), PE(t), its image PE(t) @ R_k and the table's
   PE(t + k): moving k positions is the same rotation by k·ω_i whatever t is;
@@ -415,7 +415,7 @@ class PositionalFigure(ExplorerFigure):
         (self.dot_line,) = self.dot_ax.plot([], [], color="#0072B2", lw=1.6, label="from position t", animated=True)
         (self.zero_line,) = self.dot_ax.plot([], [], color="#E69F00", lw=1.2, ls="--", label="from t = 0",
                                              animated=True)
-        (self.learned_line,) = self.dot_ax.plot([], [], color="0.55", lw=1.0, ls=":", label="learned (random)",
+        (self.learned_line,) = self.dot_ax.plot([], [], color="0.55", lw=1.0, ls=":", label="random table",
                                                 animated=True)
         self.dot_ax.axhline(0.0, color="0.8", lw=0.8)
         self.dot_ax.set_xlabel("offset k (positions)")

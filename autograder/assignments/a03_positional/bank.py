@@ -303,7 +303,8 @@ def sinusoidal_positional_encoding(T, d_model):
 ''',
     }, frozenset({"test_sinusoidal_positional_encoding"}),
         "The frequencies are off: pair i (columns 2i and 2i + 1) uses the exponent 2i/d_model, so the last pair "
-        "turns almost 10000 times slower than the first. Check what your exponent is for the last pair."),
+        "turns 10000^((d_model − 2)/d_model) times slower than the first (100 times for d_model = 4, almost 10000 "
+        "times only for large d_model). Check what your exponent is for the last pair."),
     "exponent_column_index": Variant("each column j uses the exponent j/d_model, so a cosine has a different "
                                      "frequency from its sine partner", {
         "sinusoidal_positional_encoding": '''

@@ -3,7 +3,7 @@
 The hidden cases avoid inputs that hide the encoding's known slips
 (``shared/notes/mistakes.md`` M19): d_model ≥ 6 so that the exponents i and 2i
 differ, T up to 200 so that slow and fast frequencies both show, offsets
-k ∉ {0, ±1}, a learned (random) encoding next to the sinusoidal one so that a
+k ∉ {0, ±1}, a random table next to the sinusoidal one so that a
 result that ignores t is caught, and permutations that are not their own
 inverse and move every position.
 """
@@ -185,9 +185,9 @@ def _offset_cases(seed: int = 3_0305):
     return [
         Case("sinusoidal encodings, T = 40, d_model = 16, t = 5", name,
              (positional.sinusoidal_positional_encoding(40, 16), 5), outputs=out, rtol=1e-4, atol=1e-5),
-        Case("a learned (random) encoding, T = 12, d = 6, t = 3", name, (rng.normal(size=(12, 6)), 3), outputs=out),
-        Case("a learned (random) encoding, T = 9, d = 4, t = 0", name, (rng.normal(size=(9, 4)), 0), outputs=out),
-        Case("a learned (random) encoding, T = 7, d = 5, last position t = 6", name, (rng.normal(size=(7, 5)), 6),
+        Case("a random table, T = 12, d = 6, t = 3", name, (rng.normal(size=(12, 6)), 3), outputs=out),
+        Case("a random table, T = 9, d = 4, t = 0", name, (rng.normal(size=(9, 4)), 0), outputs=out),
+        Case("a random table, T = 7, d = 5, last position t = 6", name, (rng.normal(size=(7, 5)), 6),
              outputs=out),
     ]
 
