@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from answer_bank_checks import call as call_on_case, same
+from answer_bank_checks import call as call_on_case
 from autograder import assignments
 from autograder.grader import bank as edits, draft_rewrites
 from autograder.grader.answers import answer_namespace, source_solutions
