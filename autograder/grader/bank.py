@@ -5,19 +5,26 @@ assignment as source strings (grade_id → source) and writes each known mistake
 :class:`Edit` s of them, so that the mistake is read as the exact change a learner made, and so
 that a test fails as soon as an edit no longer applies exactly once. :meth:`Mistake.variant`
 turns a mistake into the :class:`autograder.grader.spec.Variant` the grader uses (the edited cells).
+
+A graded assignment's solution is its source notebook's solution cells (:func:`source_solution`),
+never a copy; a draft's (assignments 6–9, no notebook yet) is written in its bank.
+tests/test_mistake_edits.py checks every mistake of every bank that uses edits.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import re
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
-from autograder.grader.answers import run_cell
+from autograder.course import REPO
+from autograder.grader.answers import run_cell, source_solutions
 from autograder.grader.spec import Variant
 
 
@@ -51,6 +58,10 @@ class Mistake:
         wrong (a causal mistake on a case without the mask, a batch-only mistake on one row), on
         which its output is right. On every other case of the step it must be wrong; a test
         checks both, so this list is exactly where the mistake keeps points.
+    also_breaks : frozenset of str
+        grade_ids of further autograder-test cells that lose points because they test the same
+        function (``attention_scores`` is graded by a scores step and a scaling step: K Qᵀ loses
+        points in both). Empty for most mistakes; :attr:`breaks` is ``{step} | also_breaks``.
     """
 
     description: str
@@ -59,14 +70,56 @@ class Mistake:
     edits: tuple[Edit, ...]
     evidence: str = ""
     passes: frozenset[str] = field(default_factory=frozenset)
+    also_breaks: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def breaks(self) -> frozenset[str]:
+        """Every step where the mistake loses points: its own step and :attr:`also_breaks`."""
+        return frozenset({self.step}) | self.also_breaks
 
     def cells(self, solution: Mapping[str, str]) -> dict[str, str]:
         """The solution cells this mistake changes, edited (grade_id → new source)."""
         return apply_edits(solution, self.edits)
 
     def variant(self, solution: Mapping[str, str]) -> Variant:
-        """The grader's form of this mistake: edited cells, ``breaks`` = {step}, hint."""
-        return Variant(self.description, self.cells(solution), frozenset({self.step}), self.hint)
+        """The grader's form of this mistake: edited cells, :attr:`breaks`, hint."""
+        return Variant(self.description, self.cells(solution), self.breaks, self.hint)
+
+
+def variants(mistakes: Mapping[str, Mistake], solution: Mapping[str, str]) -> dict[str, Variant]:
+    """name → :meth:`Mistake.variant` of each mistake: the ``MISTAKES`` an assignment spec hands the grader."""
+    return {name: mistake.variant(solution) for name, mistake in mistakes.items()}
+
+
+def source_solution(bank_module: str, course_dir: Path = REPO) -> dict[str, str]:
+    """The solution cells (grade_id → source, notebook order) of the source notebook of a bank's assignment.
+
+    The assignment folder ``autograder/assignments/aNN_<topic>/`` grades ``source/NN_<name>/``, whose
+    only notebook holds the solution (the banks cannot import their spec, which imports them; a test
+    checks that this is the notebook the spec names).
+
+    Parameters
+    ----------
+    bank_module : str
+        The bank's ``__name__`` (``"autograder.assignments.a01_attention.bank"``).
+    course_dir : Path
+        The course directory (default: this repository).
+
+    Raises
+    ------
+    ValueError
+        If the module is not in an ``aNN_<topic>`` folder, or not exactly one ``source/NN_*`` folder
+        with exactly one notebook exists.
+    """
+    match = re.search(r"\.a(\d\d)_\w+\.", bank_module)
+    if match is None:
+        raise ValueError(f"bank_module must be a module of an aNN_<topic> folder; got {bank_module!r}")
+    folders = sorted(Path(course_dir, "source").glob(f"{match.group(1)}_*"))
+    notebooks = [p for folder in folders for p in folder.glob("*.ipynb")]
+    if len(folders) != 1 or len(notebooks) != 1:
+        raise ValueError(f"{bank_module}: expected one source/{match.group(1)}_* folder with one notebook, "
+                         f"found {[str(p) for p in folders + notebooks]}")
+    return source_solutions(notebooks[0].parent.name, notebooks[0].name, Path(course_dir))
 
 
 def apply_edits(solution: Mapping[str, str], edits: tuple[Edit, ...]) -> dict[str, str]:

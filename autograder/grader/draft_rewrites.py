@@ -12,6 +12,10 @@ Writing a mistake as an edit keeps it in step with the solution: when the
 solution changes so that the old text no longer occurs exactly once,
 :func:`apply_edit` fails loudly instead of testing a stale copy (issue 11,
 "known mistakes are written as small edits of the solution").
+
+An :class:`Edit` here is the one-edit form of :class:`autograder.grader.bank.Mistake`
+(:attr:`Edit.mistake`), and :func:`apply_edit` applies it with
+:func:`autograder.grader.bank.apply_edits`: one implementation of edits for every bank.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
+
+from autograder.grader import bank
 
 
 @dataclass(frozen=True)
@@ -69,9 +75,14 @@ class Edit:
     breaks: str
     shape_only: bool = False
 
+    @property
+    def mistake(self) -> bank.Mistake:
+        """This mistake as a :class:`autograder.grader.bank.Mistake` of one edit, charged at step :attr:`breaks`."""
+        return bank.Mistake(self.description, self.breaks, self.hint, (bank.Edit(self.cell, self.old, self.new),))
+
 
 def apply_edit(solution: Mapping[str, str], edit: Edit) -> dict[str, str]:
-    """The solution with ``edit`` applied.
+    """The solution with ``edit`` applied (by :func:`autograder.grader.bank.apply_edits`).
 
     Raises
     ------
@@ -79,16 +90,9 @@ def apply_edit(solution: Mapping[str, str], edit: Edit) -> dict[str, str]:
         If the cell does not exist, or ``edit.old`` does not occur exactly
         once in it, or the edit does not change the text.
     """
-    if edit.cell not in solution:
+    if edit.cell not in solution:  # bank.apply_edits raises KeyError; this module's callers expect ValueError
         raise ValueError(f"edit names cell {edit.cell!r}, which the solution does not have ({sorted(solution)})")
-    source = solution[edit.cell]
-    count = source.count(edit.old)
-    if count != 1:
-        raise ValueError(f"the old text of this edit occurs {count} times in cell {edit.cell!r} (must be once): "
-                         f"{edit.old!r}")
-    if edit.old == edit.new:
-        raise ValueError(f"this edit of cell {edit.cell!r} changes nothing")
-    return {**solution, edit.cell: source.replace(edit.old, edit.new)}
+    return {**solution, **edit.mistake.cells(solution)}
 
 
 def apply_rewrite(solution: Mapping[str, str], rewrite: Rewrite) -> dict[str, str]:

@@ -1,8 +1,11 @@
 """Differently written answers to assignment 1: correct ones and known mistakes.
 
-Each variant replaces one or more solution cells (keyed by the cell's
+Each correct variant replaces one or more solution cells (keyed by the cell's
 nbgrader ``grade_id``); cells it does not name keep the source notebook's
-solution. They serve two purposes:
+solution. Each known mistake is written as small edits of that solution
+(``KNOWN_MISTAKES``, :class:`~autograder.grader.bank.Mistake`), read from the
+source notebook (``SOLUTION``); ``MISTAKES`` holds them as the edited cells the
+grader uses. They serve two purposes:
 
 * the tests run every hidden-test cell against every variant, so a fair grader
   must give each correct variant full marks and each mistake less than full
@@ -16,9 +19,10 @@ self-checks and in the feedback): it names the idea, never the code.
 
 from __future__ import annotations
 
+from autograder.grader.bank import Edit, Mistake, source_solution, variants
 from autograder.grader.spec import Variant
 
-__all__ = ["CORRECT", "MISTAKES", "Variant"]
+__all__ = ["CORRECT", "KNOWN_MISTAKES", "MISTAKES", "SOLUTION", "Variant"]
 
 
 CORRECT = {
@@ -185,138 +189,100 @@ def causal_self_attention(x, W_q, W_k, W_v, scale=True):
 }
 
 
-MISTAKES = {
-    "mask_flipped": Variant("causal mask flipped: upper triangle (queries see the future)", {
-        "causal_mask": '''
-def causal_mask(T):
-    return np.triu(np.ones((T, T), dtype=bool))
-''',
-    }, frozenset({"test_causal_mask"}),
-        hint=("True in the mask means 'may attend', and query i may attend to keys j ≤ i — itself and the past."
-             ' The allowed entries form the lower triangle (diagonal included); the upper triangle is the '
-             'future.')),
-    "diagonal_blocked": Variant("causal mask off by one: the diagonal is blocked", {
-        "causal_mask": '''
-def causal_mask(T):
-    return np.tril(np.ones((T, T), dtype=bool), k=-1)
-''',
-    }, frozenset({"test_causal_mask"}),
-        hint=('Each position may attend to itself: the diagonal (key j = query i) belongs to the allowed part '
-              'of the mask, otherwise query 0 has no key at all.')),
-    "one_step_future": Variant("causal mask off by one: each query sees one future key", {
-        "causal_mask": '''
-def causal_mask(T):
-    return np.tril(np.ones((T, T), dtype=bool), k=1)
-''',
-    }, frozenset({"test_causal_mask"}),
-        hint=('Only keys j ≤ i are allowed; the key right after each query (j = i + 1) is already the future. '
-              'Check the offset of your triangle.')),
-    "softmax_wrong_axis": Variant("softmax normalises over the first axis instead of `axis`", {
-        "softmax": '''
-def softmax(x, axis=-1):
-    e = np.exp(x - np.max(x, axis=0, keepdims=True))
-    return e / e.sum(axis=0, keepdims=True)
-''',
-    }, frozenset({"test_softmax"}),
-        hint=('Normalise along the `axis` argument (by default the last axis): the maximum, the sum of the '
-              'exponentials and the division must all use that axis, not the first one.')),
-    "softmax_ignores_axis": Variant("softmax always normalises over the last axis, whatever `axis` says", {
-        "softmax": '''
-def softmax(x, axis=-1):
-    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-''',
-    }, frozenset({"test_softmax"}),
-        hint=('The `axis` argument says along which axis the probabilities sum to 1: softmax(x, axis=0) '
-              'normalises down the columns. Pass `axis` to the maximum, to the sum of the exponentials and to '
-              'the division instead of always using the last axis.')),
-    "softmax_no_max_subtraction": Variant("softmax without subtracting the maximum (overflows)", {
-        "softmax": '''
-def softmax(x, axis=-1):
-    e = np.exp(x)
-    return e / e.sum(axis=axis, keepdims=True)
-''',
-    }, frozenset({"test_softmax"}),
-        hint=('exp overflows for large logits (above about 709 in float64 and 88.7 in float32), and inf / inf '
-              'is NaN. Softmax does not change when you subtract the same number from every logit along the '
-              'axis — which number keeps every exponent ≤ 0?')),
-    "scale_by_d": Variant("scores divided by d_k instead of √d_k", {
-        "attention_scores": '''
-def attention_scores(Q, K, scale=True):
-    scores = Q @ np.swapaxes(K, -1, -2)
-    return scores / Q.shape[-1] if scale else scores
-''',
-    }, frozenset({"test_scaling"}),
-        hint=('Divide by the square root of d_k, not by d_k itself: the dot product of two random '
-              'd_k-dimensional vectors has standard deviation √d_k.')),
-    "no_scaling": Variant("scores never scaled (the `scale` argument is ignored)", {
-        "attention_scores": '''
-def attention_scores(Q, K, scale=True):
-    return Q @ np.swapaxes(K, -1, -2)
-''',
-    }, frozenset({"test_scaling"}),
-        hint=('When scale is True, divide the scores by √d_k (d_k is the last dimension of Q and K); when it is'
-              ' False, return the raw products. Make sure the `scale` argument is used.')),
-    "mask_with_zero": Variant("blocked scores set to 0 instead of −inf", {
-        "scaled_dot_product_attention": '''
-def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
-    scores = attention_scores(Q, K, scale=scale)
-    if mask is not None:
-        scores = np.where(mask, scores, 0.0)
-    weights = softmax(scores)
-    return weights @ V, weights
-''',
-    }, frozenset({"test_scaled_dot_product_attention"}),
-        hint=('A blocked score set to 0 is still an ordinary score and gets weight e⁰ / Σ. Blocked scores must '
-              'become −inf (or a very large negative number) before the softmax, so that their weight is '
-              'exactly 0.')),
-    "attention_softmax_over_queries": Variant("attention's softmax taken over the queries (axis −2), not the keys", {
-        "scaled_dot_product_attention": '''
-def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
-    scores = attention_scores(Q, K, scale=scale)
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    weights = softmax(scores, axis=-2)
-    return weights @ V, weights
-''',
-    }, frozenset({"test_scaled_dot_product_attention"}),
-        hint=('Each query distributes its attention over the keys: row i of the weights (query i) must sum to '
-              '1, so the softmax goes along the last axis (the T_k keys), not along the queries.')),
-    "mask_after_softmax": Variant("blocked weights zeroed after the softmax, rows not renormalised", {
-        "scaled_dot_product_attention": '''
-def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
-    weights = softmax(attention_scores(Q, K, scale=scale))
-    if mask is not None:
-        weights = np.where(mask, weights, 0.0)
-    return weights @ V, weights
-''',
-    }, frozenset({"test_scaled_dot_product_attention"}),
-        hint=('Zeroing the blocked weights after the softmax leaves each row summing to less than 1. Block the '
-              'scores before the softmax (or renormalise each row afterwards).')),
-    "keys_times_queries": Variant("K Qᵀ instead of Q Kᵀ (rows are keys)", {
-        "attention_scores": '''
-def attention_scores(Q, K, scale=True):
-    scores = K @ np.swapaxes(Q, -1, -2)
-    return scores / np.sqrt(Q.shape[-1]) if scale else scores
-''',
-    }, frozenset({"test_attention_scores", "test_scaling"}),
-        hint=('Rows of the scores are queries and columns are keys: entry (i, j) is the dot product of query i '
-              'with key j, so the scores have shape (T_q, T_k).')),
-    "entropy_in_bits": Variant("entropy with log base 2 (bits, not nats)", {
-        "attention_entropy": '''
-def attention_entropy(weights):
-    safe = np.where(weights > 0, weights, 1.0)
-    return -np.sum(weights * np.log2(safe), axis=-1)
-''',
-    }, frozenset({"test_attention_entropy"}),
-        hint='This course measures entropy in nats: use the natural logarithm, not log base 2.'),
-    "self_attention_shares_projection": Variant("one projection W_q used for queries, keys and values", {
-        "causal_self_attention": '''
-def causal_self_attention(x, W_q, W_k, W_v, scale=True):
-    Q = K = V = x @ W_q
-    return scaled_dot_product_attention(Q, K, V, mask=causal_mask(x.shape[0]), scale=scale)
-''',
-    }, frozenset({"test_causal_self_attention"}),
-        hint=('Queries, keys and values each have their own projection: Q comes from W_q, K from W_k and V from'
-              ' W_v.')),
+#: The solution the mistakes edit: the source notebook's solution cells (grade_id → source), not a copy.
+SOLUTION = source_solution(__name__)
+
+#: Known mistakes as edits of SOLUTION (name → Mistake).
+KNOWN_MISTAKES = {
+    "mask_flipped": Mistake(
+        "causal mask flipped: upper triangle (queries see the future)", "test_causal_mask",
+        ("True in the mask means 'may attend', and query i may attend to keys j ≤ i — itself and the past."
+         ' The allowed entries form the lower triangle (diagonal included); the upper triangle is the '
+         'future.'),
+        (Edit("causal_mask", "np.tril(np.ones((T, T), dtype=bool))", "np.triu(np.ones((T, T), dtype=bool))"),)),
+    "diagonal_blocked": Mistake(
+        "causal mask off by one: the diagonal is blocked", "test_causal_mask",
+        ('Each position may attend to itself: the diagonal (key j = query i) belongs to the allowed part '
+         'of the mask, otherwise query 0 has no key at all.'),
+        (Edit("causal_mask", "np.tril(np.ones((T, T), dtype=bool))", "np.tril(np.ones((T, T), dtype=bool), k=-1)"),)),
+    "one_step_future": Mistake(
+        "causal mask off by one: each query sees one future key", "test_causal_mask",
+        ('Only keys j ≤ i are allowed; the key right after each query (j = i + 1) is already the future. '
+         'Check the offset of your triangle.'),
+        (Edit("causal_mask", "np.tril(np.ones((T, T), dtype=bool))", "np.tril(np.ones((T, T), dtype=bool), k=1)"),)),
+    "softmax_wrong_axis": Mistake(
+        "softmax normalises over the first axis instead of `axis`", "test_softmax",
+        ('Normalise along the `axis` argument (by default the last axis): the maximum, the sum of the '
+         'exponentials and the division must all use that axis, not the first one.'),
+        (Edit("softmax", "np.max(x, axis=axis,", "np.max(x, axis=0,"),
+         Edit("softmax", "np.sum(exps, axis=axis,", "np.sum(exps, axis=0,"))),
+    "softmax_ignores_axis": Mistake(
+        "softmax always normalises over the last axis, whatever `axis` says", "test_softmax",
+        ('The `axis` argument says along which axis the probabilities sum to 1: softmax(x, axis=0) '
+         'normalises down the columns. Pass `axis` to the maximum, to the sum of the exponentials and to '
+         'the division instead of always using the last axis.'),
+        (Edit("softmax", "np.max(x, axis=axis,", "np.max(x, axis=-1,"),
+         Edit("softmax", "np.sum(exps, axis=axis,", "np.sum(exps, axis=-1,"))),
+    "softmax_no_max_subtraction": Mistake(
+        "softmax without subtracting the maximum (overflows)", "test_softmax",
+        ('exp overflows for large logits (above about 709 in float64 and 88.7 in float32), and inf / inf '
+         'is NaN. Softmax does not change when you subtract the same number from every logit along the '
+         'axis — which number keeps every exponent ≤ 0?'),
+        (Edit("softmax",
+              "    shifted = x - np.max(x, axis=axis, keepdims=True)\n"
+              "    exps = np.exp(shifted)\n",
+              "    exps = np.exp(x)\n"),)),
+    "scale_by_d": Mistake(
+        "scores divided by d_k instead of √d_k", "test_scaling",
+        ('Divide by the square root of d_k, not by d_k itself: the dot product of two random '
+         'd_k-dimensional vectors has standard deviation √d_k.'),
+        (Edit("attention_scores", "scores / np.sqrt(Q.shape[-1])", "scores / Q.shape[-1]"),)),
+    "no_scaling": Mistake(
+        "scores never scaled (the `scale` argument is ignored)", "test_scaling",
+        ('When scale is True, divide the scores by √d_k (d_k is the last dimension of Q and K); when it is'
+         ' False, return the raw products. Make sure the `scale` argument is used.'),
+        (Edit("attention_scores",
+              "    if scale:\n"
+              "        scores = scores / np.sqrt(Q.shape[-1])\n",
+              ""),)),
+    "mask_with_zero": Mistake(
+        "blocked scores set to 0 instead of −inf", "test_scaled_dot_product_attention",
+        ('A blocked score set to 0 is still an ordinary score and gets weight e⁰ / Σ. Blocked scores must '
+         'become −inf (or a very large negative number) before the softmax, so that their weight is '
+         'exactly 0.'),
+        (Edit("scaled_dot_product_attention", "np.where(mask, scores, -np.inf)", "np.where(mask, scores, 0.0)"),)),
+    "attention_softmax_over_queries": Mistake(
+        "attention's softmax taken over the queries (axis −2), not the keys", "test_scaled_dot_product_attention",
+        ('Each query distributes its attention over the keys: row i of the weights (query i) must sum to '
+         '1, so the softmax goes along the last axis (the T_k keys), not along the queries.'),
+        (Edit("scaled_dot_product_attention", "softmax(scores, axis=-1)", "softmax(scores, axis=-2)"),)),
+    "mask_after_softmax": Mistake(
+        "blocked weights zeroed after the softmax, rows not renormalised", "test_scaled_dot_product_attention",
+        ('Zeroing the blocked weights after the softmax leaves each row summing to less than 1. Block the '
+         'scores before the softmax (or renormalise each row afterwards).'),
+        (Edit("scaled_dot_product_attention",
+              "    if mask is not None:\n"
+              "        scores = np.where(mask, scores, -np.inf)\n"
+              "    weights = softmax(scores, axis=-1)\n",
+              "    weights = softmax(scores, axis=-1)\n"
+              "    if mask is not None:\n"
+              "        weights = np.where(mask, weights, 0.0)\n"),)),
+    "keys_times_queries": Mistake(
+        "K Qᵀ instead of Q Kᵀ (rows are keys)", "test_attention_scores",
+        ('Rows of the scores are queries and columns are keys: entry (i, j) is the dot product of query i '
+         'with key j, so the scores have shape (T_q, T_k).'),
+        (Edit("attention_scores", "scores = Q @ np.swapaxes(K, -1, -2)", "scores = K @ np.swapaxes(Q, -1, -2)"),),
+        also_breaks=frozenset({"test_scaling"})),
+    "entropy_in_bits": Mistake(
+        "entropy with log base 2 (bits, not nats)", "test_attention_entropy",
+        'This course measures entropy in nats: use the natural logarithm, not log base 2.',
+        (Edit("attention_entropy", "np.log(safe)", "np.log2(safe)"),)),
+    "self_attention_shares_projection": Mistake(
+        "one projection W_q used for queries, keys and values", "test_causal_self_attention",
+        ('Queries, keys and values each have their own projection: Q comes from W_q, K from W_k and V from'
+         ' W_v.'),
+        (Edit("causal_self_attention", "Q, K, V = x @ W_q, x @ W_k, x @ W_v", "Q = K = V = x @ W_q"),)),
 }
+
+#: The grader's form of the mistakes (edited solution cells): what the spec, the report and the tests read.
+MISTAKES = variants(KNOWN_MISTAKES, SOLUTION)

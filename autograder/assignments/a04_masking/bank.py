@@ -5,6 +5,9 @@ Each variant replaces solution cells (keyed by the cell's nbgrader
 Every correct variant must earn full marks; every mistake must lose points
 exactly on the autograder cells in its ``breaks`` and be named there (see
 :mod:`autograder.grader.spec`).
+Known mistakes are small edits of the source notebook's solution cells
+(``KNOWN_MISTAKES``, :class:`~autograder.grader.bank.Mistake`, applied to ``SOLUTION``);
+``MISTAKES`` holds them as the edited cells the grader uses.
 
 Mistakes follow ``shared/notes/mistakes.md``: M7 (masking with 0), M8 (masking
 after the softmax), M9 (fully masked rows: −inf → NaN, −1e9 → uniform), M11
@@ -15,6 +18,7 @@ after the softmax), M9 (fully masked rows: −inf → NaN, −1e9 → uniform), 
 
 from __future__ import annotations
 
+from autograder.grader.bank import Edit, Mistake, source_solution, variants
 from autograder.grader.spec import Variant
 
 CORRECT = {
@@ -211,213 +215,155 @@ def masked_attention(Q, K, V, mask):
 }
 
 
-MISTAKES = {
+#: The solution the mistakes edit: the source notebook's solution cells (grade_id → source), not a copy.
+SOLUTION = source_solution(__name__)
+
+#: Known mistakes as edits of SOLUTION (name → Mistake).
+KNOWN_MISTAKES = {
     # ---- step 1: padding_mask
-    "padding_on_query_axis": Variant("padding mask of shape (B, T, 1): it blocks padded query rows, not padded keys", {
-        "padding_mask": '''
-def padding_mask(lengths, T):
-    lengths = np.asarray(lengths)
-    if np.any(lengths < 0) or np.any(lengths > T):
-        raise ValueError(f"lengths must be between 0 and T={T}")
-    return (np.arange(T) < lengths[:, None])[:, :, None]
-''',
-    }, frozenset({"test_padding_mask"}),
-        hint=("Padding must be hidden from every query: block the padded *keys*, i.e. whole columns of each "
-              "(T_q, T_k) score matrix. The axis of size 1 is the query axis, in the middle: (B, 1, T).")),
-    "mask_without_query_axis": Variant("padding mask of shape (B, T), which does not broadcast against (B, T_q, T)", {
-        "padding_mask": '''
-def padding_mask(lengths, T):
-    lengths = np.asarray(lengths)
-    if np.any(lengths < 0) or np.any(lengths > T):
-        raise ValueError(f"lengths must be between 0 and T={T}")
-    return np.arange(T) < lengths[:, None]
-''',
-    }, frozenset({"test_padding_mask"}),
-        hint=("Broadcasting aligns shapes from the right, so a (B, T) mask against (B, T_q, T) scores pairs the "
-              "sequence axis with the query axis. Give the mask a query axis of size 1 between them: (B, 1, T).")),
-    "padding_inverted": Variant("padding mask inverted: True on the padding", {
-        "padding_mask": '''
-def padding_mask(lengths, T):
-    lengths = np.asarray(lengths)
-    if np.any(lengths < 0) or np.any(lengths > T):
-        raise ValueError(f"lengths must be between 0 and T={T}")
-    return (np.arange(T) >= lengths[:, None])[:, None, :]
-''',
-    }, frozenset({"test_padding_mask"}),
-        hint=("In this course True means 'may attend': the mask is True on the real tokens and False on the "
-              "padding (some libraries use the opposite convention).")),
-    "length_off_by_one": Variant("position j counted as real when j ≤ length (one padded key too many)", {
-        "padding_mask": '''
-def padding_mask(lengths, T):
-    lengths = np.asarray(lengths)
-    if np.any(lengths < 0) or np.any(lengths > T):
-        raise ValueError(f"lengths must be between 0 and T={T}")
-    return (np.arange(T) <= lengths[:, None])[:, None, :]
-''',
-    }, frozenset({"test_padding_mask"}),
-        hint=("A sequence of length L occupies positions 0 … L − 1: position L is already padding, and a sequence "
-              "of length 0 has no real token at all.")),
-    "lengths_not_checked": Variant("no ValueError for a length below 0 or above T", {
-        "padding_mask": '''
-def padding_mask(lengths, T):
-    lengths = np.asarray(lengths)
-    return (np.arange(T) < lengths[:, None])[:, None, :]
-''',
-    }, frozenset({"test_padding_mask"}),
-        hint=("A length below 0 or above T cannot describe a sequence padded to T; the spec asks you to raise a "
-              "ValueError that names lengths and T instead of returning a mask.")),
+    "padding_on_query_axis": Mistake(
+        "padding mask of shape (B, T, 1): it blocks padded query rows, not padded keys", "test_padding_mask",
+        ("Padding must be hidden from every query: block the padded *keys*, i.e. whole columns of each "
+         "(T_q, T_k) score matrix. The axis of size 1 is the query axis, in the middle: (B, 1, T)."),
+        (Edit("padding_mask", "[:, None, :]", "[:, :, None]"),)),
+    "mask_without_query_axis": Mistake(
+        "padding mask of shape (B, T), which does not broadcast against (B, T_q, T)", "test_padding_mask",
+        ("Broadcasting aligns shapes from the right, so a (B, T) mask against (B, T_q, T) scores pairs the "
+         "sequence axis with the query axis. Give the mask a query axis of size 1 between them: (B, 1, T)."),
+        (Edit("padding_mask",
+              "return (np.arange(T) < lengths[:, None])[:, None, :]",
+              "return np.arange(T) < lengths[:, None]"),)),
+    "padding_inverted": Mistake(
+        "padding mask inverted: True on the padding", "test_padding_mask",
+        ("In this course True means 'may attend': the mask is True on the real tokens and False on the "
+         "padding (some libraries use the opposite convention)."),
+        (Edit("padding_mask", "np.arange(T) < lengths", "np.arange(T) >= lengths"),)),
+    "length_off_by_one": Mistake(
+        "position j counted as real when j ≤ length (one padded key too many)", "test_padding_mask",
+        ("A sequence of length L occupies positions 0 … L − 1: position L is already padding, and a sequence "
+         "of length 0 has no real token at all."),
+        (Edit("padding_mask", "np.arange(T) < lengths", "np.arange(T) <= lengths"),)),
+    "lengths_not_checked": Mistake(
+        "no ValueError for a length below 0 or above T", "test_padding_mask",
+        ("A length below 0 or above T cannot describe a sequence padded to T; the spec asks you to raise a "
+         "ValueError that names lengths and T instead of returning a mask."),
+        (Edit("padding_mask",
+              "    if np.any(lengths < 0) or np.any(lengths > T):\n"
+              '        raise ValueError(f"every length must be between 0 and T = {T}; received lengths {lengths.tolist()}")\n',
+              ""),)),
     # ---- step 2: causal_padding_mask
-    "masks_combined_with_or": Variant("causal and padding masks combined with | instead of &", {
-        "causal_padding_mask": '''
-def causal_padding_mask(lengths, T):
-    return padding_mask(lengths, T) | np.tril(np.ones((T, T), dtype=bool))
-''',
-    }, frozenset({"test_causal_padding_mask"}),
-        hint=("A key may be attended to only if it is not in the future AND it is a real token: both masks must "
-              "allow it. With 'or', each mask lets through what the other one blocks.")),
-    "padding_blocks_query_rows": Variant("the padding blocks padded query rows instead of padded keys", {
-        "causal_padding_mask": '''
-def causal_padding_mask(lengths, T):
-    real = np.arange(T) < np.asarray(lengths)[:, None]           # (B, T)
-    return real[:, :, None] & np.tril(np.ones((T, T), dtype=bool))
-''',
-    }, frozenset({"test_causal_padding_mask"}),
-        hint=("The padding belongs on the key axis (columns): a padded query row still attends to the real tokens "
-              "before it; only keys that are padding are blocked, in every row.")),
-    "causal_part_flipped": Variant("causal part flipped: the upper triangle (queries see the future)", {
-        "causal_padding_mask": '''
-def causal_padding_mask(lengths, T):
-    return padding_mask(lengths, T) & np.triu(np.ones((T, T), dtype=bool))
-''',
-    }, frozenset({"test_causal_padding_mask"}),
-        hint=("Query i may attend to keys j ≤ i (itself and the past): the causal part is the lower triangle, "
-              "diagonal included.")),
-    "padding_ignored": Variant("only the causal mask, repeated for every sequence: padded keys are allowed", {
-        "causal_padding_mask": '''
-def causal_padding_mask(lengths, T):
-    return np.broadcast_to(np.tril(np.ones((T, T), dtype=bool)), (len(lengths), T, T)).copy()
-''',
-    }, frozenset({"test_causal_padding_mask"}),
-        hint=("The causal mask is the same for every sequence, but each sequence has its own padding: combine it "
-              "with the padding mask so that padded keys are blocked too.")),
+    "masks_combined_with_or": Mistake(
+        "causal and padding masks combined with | instead of &", "test_causal_padding_mask",
+        ("A key may be attended to only if it is not in the future AND it is a real token: both masks must "
+         "allow it. With 'or', each mask lets through what the other one blocks."),
+        (Edit("causal_padding_mask", "padding_mask(lengths, T) & np.tril(", "padding_mask(lengths, T) | np.tril("),)),
+    "padding_blocks_query_rows": Mistake(
+        "the padding blocks padded query rows instead of padded keys", "test_causal_padding_mask",
+        ("The padding belongs on the key axis (columns): a padded query row still attends to the real tokens "
+         "before it; only keys that are padding are blocked, in every row."),
+        (Edit("causal_padding_mask",
+              "padding_mask(lengths, T) & ",
+              "np.swapaxes(padding_mask(lengths, T), -1, -2) & "),)),
+    "causal_part_flipped": Mistake(
+        "causal part flipped: the upper triangle (queries see the future)", "test_causal_padding_mask",
+        ("Query i may attend to keys j ≤ i (itself and the past): the causal part is the lower triangle, "
+         "diagonal included."),
+        (Edit("causal_padding_mask", "np.tril(", "np.triu("),)),
+    "padding_ignored": Mistake(
+        "only the causal mask, repeated for every sequence: padded keys are allowed", "test_causal_padding_mask",
+        ("The causal mask is the same for every sequence, but each sequence has its own padding: combine it "
+         "with the padding mask so that padded keys are blocked too."),
+        (Edit("causal_padding_mask",
+              "return padding_mask(lengths, T) & np.tril(np.ones((T, T), dtype=bool))",
+              "return np.broadcast_to(np.tril(np.ones((T, T), dtype=bool)), (len(lengths), T, T)).copy()"),)),
     # ---- step 3: masked_softmax
-    "fill_minus_inf_unguarded": Variant("blocked scores set to −inf without a guard: fully masked rows are NaN", {
-        "masked_softmax": '''
-def masked_softmax(scores, mask, axis=-1):
-    x = np.where(mask, scores, -np.inf)
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
-''',
-    }, frozenset({"test_masked_softmax"}),
-        hint=("In a row where every key is blocked the maximum is −inf, and −inf − (−inf) is NaN (then 0/0): "
-              "replace a −inf maximum by 0 before subtracting, and divide only where the row's sum is positive.")),
-    "fill_minus_1e9": Variant("blocked scores set to −1e9: fully masked rows become uniform over the padding", {
-        "masked_softmax": '''
-def masked_softmax(scores, mask, axis=-1):
-    x = np.where(mask, scores, -1e9)
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
-''',
-    }, frozenset({"test_masked_softmax"}),
-        hint=("A large negative fill works while a row has an allowed key, but in a row where every key is blocked "
-              "all scores are equal, so the softmax spreads the weight evenly over the padding (and in float16 "
-              "−1e9 is −inf). This spec wants such a row to be all zeros: detect it and set it to 0.")),
-    "fill_zero": Variant("blocked scores set to 0 instead of being excluded", {
-        "masked_softmax": '''
-def masked_softmax(scores, mask, axis=-1):
-    x = np.where(mask, scores, 0.0)
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
-''',
-    }, frozenset({"test_masked_softmax"}),
-        hint=("A score of 0 is an ordinary score: e⁰ = 1 gives the blocked key weight. A blocked entry must "
-              "contribute exactly 0 to the sum, for example by using −inf before the exponential.")),
-    "no_max_subtraction": Variant("exponentials of the raw scores, without subtracting the row's maximum", {
-        "masked_softmax": '''
-def masked_softmax(scores, mask, axis=-1):
-    e = np.where(mask, np.exp(scores), 0)
-    total = np.sum(e, axis=axis, keepdims=True)
-    return e / np.where(total > 0, total, 1)
-''',
-    }, frozenset({"test_masked_softmax"}),
-        hint=("e^x overflows to inf above x ≈ 11.1 in float16, 88.7 in float32 and 709.8 in float64, and "
-              "inf / inf is NaN. Subtract the largest allowed score of each row before exponentiating: the "
-              "softmax does not change, and every exponent is ≤ 0.")),
-    "finfo_min_added_float16": Variant("additive mask of np.finfo(dtype).min added to the scores: in float16 a "
-                                       "score below −16 plus −65504 overflows to −inf, and a fully masked row is NaN", {
-        "masked_softmax": '''
-def masked_softmax(scores, mask, axis=-1):
-    x = scores + np.where(mask, 0, np.finfo(scores.dtype).min)
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    p = e / np.sum(e, axis=axis, keepdims=True)
-    return p * np.any(mask, axis=axis, keepdims=True)
-''',
-    }, frozenset({"test_masked_softmax"}),
-        hint=("np.finfo(float16).min is −65504, the edge of float16: adding any score below about −16 overflows to "
-              "−inf, so a fully masked row becomes NaN (and NaN × 0 is still NaN). Replace blocked scores instead "
-              "of adding to them, and handle rows with no allowed key explicitly.")),
-    "zeroed_after_softmax": Variant("blocked weights zeroed after the softmax, rows not renormalised", {
-        "masked_softmax": '''
-def masked_softmax(scores, mask, axis=-1):
-    e = np.exp(scores - np.max(scores, axis=axis, keepdims=True))
-    return np.where(mask, e / np.sum(e, axis=axis, keepdims=True), 0)
-''',
-    }, frozenset({"test_masked_softmax"}),
-        hint=("Zeroing blocked weights after the softmax leaves rows that sum to less than 1: the blocked keys "
-              "were counted in the sum. Exclude them before normalising (or renormalise the row afterwards).")),
-    "axis_ignored": Variant("always normalises along the last axis, whatever `axis` is", {
-        "masked_softmax": '''
-def masked_softmax(scores, mask, axis=-1):
-    x = np.where(mask, scores, -np.inf)
-    top = np.max(x, axis=-1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0)
-    e = np.exp(x - top)
-    total = np.sum(e, axis=-1, keepdims=True)
-    return e / np.where(total > 0, total, 1)
-''',
-    }, frozenset({"test_masked_softmax"}),
-        hint=("Use the `axis` argument for the maximum, the sum and the check for empty slices: with axis=-2 the "
-              "weights are normalised down each column.")),
+    "fill_minus_inf_unguarded": Mistake(
+        "blocked scores set to −inf without a guard: fully masked rows are NaN", "test_masked_softmax",
+        ("In a row where every key is blocked the maximum is −inf, and −inf − (−inf) is NaN (then 0/0): "
+         "replace a −inf maximum by 0 before subtracting, and divide only where the row's sum is positive."),
+        (Edit("masked_softmax", "    top = np.where(np.isfinite(top), top, 0)\n", ""),
+         Edit("masked_softmax", "return exps / np.where(total > 0, total, 1)", "return exps / total"))),
+    # −1e9 in place of −inf and of the guards −inf needs (the usual way of writing it; in float16 −1e9 is −inf)
+    "fill_minus_1e9": Mistake(
+        "blocked scores set to −1e9: fully masked rows become uniform over the padding", "test_masked_softmax",
+        ("A large negative fill works while a row has an allowed key, but in a row where every key is blocked "
+         "all scores are equal, so the softmax spreads the weight evenly over the padding (and in float16 "
+         "−1e9 is −inf). This spec wants such a row to be all zeros: detect it and set it to 0."),
+        (Edit("masked_softmax", "np.where(mask, scores, -np.inf)", "np.where(mask, scores, -1e9)"),
+         Edit("masked_softmax", "    top = np.where(np.isfinite(top), top, 0)\n", ""),
+         Edit("masked_softmax", "return exps / np.where(total > 0, total, 1)", "return exps / total"))),
+    "fill_zero": Mistake(
+        "blocked scores set to 0 instead of being excluded", "test_masked_softmax",
+        ("A score of 0 is an ordinary score: e⁰ = 1 gives the blocked key weight. A blocked entry must "
+         "contribute exactly 0 to the sum, for example by using −inf before the exponential."),
+        (Edit("masked_softmax", "np.where(mask, scores, -np.inf)", "np.where(mask, scores, 0.0)"),)),
+    "no_max_subtraction": Mistake(
+        "exponentials of the raw scores, without subtracting the row's maximum", "test_masked_softmax",
+        ("e^x overflows to inf above x ≈ 11.1 in float16, 88.7 in float32 and 709.8 in float64, and "
+         "inf / inf is NaN. Subtract the largest allowed score of each row before exponentiating: the "
+         "softmax does not change, and every exponent is ≤ 0."),
+        (Edit("masked_softmax",
+              "    top = np.max(x, axis=axis, keepdims=True)\n"
+              "    top = np.where(np.isfinite(top), top, 0)\n"
+              "    exps = np.exp(x - top)\n",
+              "    exps = np.exp(x)\n"),)),
+    "finfo_min_added_float16": Mistake(
+        ("additive mask of np.finfo(dtype).min added to the scores: in float16 a "
+         "score below −16 plus −65504 overflows to −inf, and a fully masked row is NaN"), "test_masked_softmax",
+        ("np.finfo(float16).min is −65504, the edge of float16: adding any score below about −16 overflows to "
+         "−inf, so a fully masked row becomes NaN (and NaN × 0 is still NaN). Replace blocked scores instead "
+         "of adding to them, and handle rows with no allowed key explicitly."),
+        (Edit("masked_softmax",
+              "x = np.where(mask, scores, -np.inf)",
+              "x = scores + np.where(mask, 0, np.finfo(scores.dtype).min)"),
+         Edit("masked_softmax", "    top = np.where(np.isfinite(top), top, 0)\n", ""),
+         Edit("masked_softmax",
+              "return exps / np.where(total > 0, total, 1)",
+              "return exps / total * np.any(mask, axis=axis, keepdims=True)"))),
+    "zeroed_after_softmax": Mistake(
+        "blocked weights zeroed after the softmax, rows not renormalised", "test_masked_softmax",
+        ("Zeroing blocked weights after the softmax leaves rows that sum to less than 1: the blocked keys "
+         "were counted in the sum. Exclude them before normalising (or renormalise the row afterwards)."),
+        (Edit("masked_softmax", "x = np.where(mask, scores, -np.inf)", "x = scores"),
+         Edit("masked_softmax",
+              "return exps / np.where(total > 0, total, 1)",
+              "return np.where(mask, exps / np.where(total > 0, total, 1), 0)"))),
+    "axis_ignored": Mistake(
+        "always normalises along the last axis, whatever `axis` is", "test_masked_softmax",
+        ("Use the `axis` argument for the maximum, the sum and the check for empty slices: with axis=-2 the "
+         "weights are normalised down each column."),
+        (Edit("masked_softmax", "np.max(x, axis=axis,", "np.max(x, axis=-1,"),
+         Edit("masked_softmax", "np.sum(exps, axis=axis,", "np.sum(exps, axis=-1,"))),
     # ---- step 4: masked_attention
-    "cross_weights_transposed": Variant("cross-attention computed as K Qᵀ: weights of shape (T_k, T_q)", {
-        "masked_attention": '''
-def masked_attention(Q, K, V, mask):
-    scores = K @ np.swapaxes(Q, -1, -2) / np.sqrt(Q.shape[-1])          # (..., T_k, T_q)
-    weights = masked_softmax(scores, np.swapaxes(mask, -1, -2), axis=-2)
-    return np.swapaxes(weights, -1, -2) @ V, weights
-''',
-    }, frozenset({"test_masked_attention"}),
-        hint=("Rows of the weights are queries and columns are keys: with T_q ≠ T_k the weights have shape "
-              "(..., T_q, T_k), the shape of Q Kᵀ (not K Qᵀ).")),
-    "output_not_zeroed": Variant("−1e9 fill, weights of fully masked rows zeroed only after the output was computed", {
-        "masked_attention": '''
-def masked_attention(Q, K, V, mask):
-    scores = np.where(mask, Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]), -1e9)
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    weights = e / e.sum(axis=-1, keepdims=True)
-    output = weights @ V
-    weights = weights * np.any(mask, axis=-1, keepdims=True)
-    return output, weights
-''',
-    }, frozenset({"test_masked_attention"}),
-        hint=("A query with no allowed key must get a zero output row as well as zero weights: compute the output "
-              "from the final weights (your masked_softmax already gives zero rows).")),
-    "attention_not_scaled": Variant("scores not divided by √d_k", {
-        "masked_attention": '''
-def masked_attention(Q, K, V, mask):
-    weights = masked_softmax(Q @ np.swapaxes(K, -1, -2), mask)
-    return weights @ V, weights
-''',
-    }, frozenset({"test_masked_attention"}),
-        hint="Scaled dot-product attention divides the scores Q Kᵀ by √d_k (d_k is the last axis of Q and K)."),
-    "softmax_over_queries": Variant("weights normalised over the queries (axis=-2) instead of the keys", {
-        "masked_attention": '''
-def masked_attention(Q, K, V, mask):
-    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-    weights = masked_softmax(scores, mask, axis=-2)
-    return weights @ V, weights
-''',
-    }, frozenset({"test_masked_attention"}),
-        hint=("Each query distributes its attention over the keys: normalise each row (the last axis, keys), "
-              "not each column.")),
+    "cross_weights_transposed": Mistake(
+        "cross-attention computed as K Qᵀ: weights of shape (T_k, T_q)", "test_masked_attention",
+        ("Rows of the weights are queries and columns are keys: with T_q ≠ T_k the weights have shape "
+         "(..., T_q, T_k), the shape of Q Kᵀ (not K Qᵀ)."),
+        (Edit("masked_attention", "return weights @ V, weights", "return weights @ V, np.swapaxes(weights, -1, -2)"),)),
+    "output_not_zeroed": Mistake(
+        "−1e9 fill, weights of fully masked rows zeroed only after the output was computed", "test_masked_attention",
+        ("A query with no allowed key must get a zero output row as well as zero weights: compute the output "
+         "from the final weights (your masked_softmax already gives zero rows)."),
+        (Edit("masked_attention",
+              "    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n"
+              "    weights = masked_softmax(scores, mask)\n"
+              "    return weights @ V, weights\n",
+              "    scores = np.where(mask, Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]), -1e9)\n"
+              "    e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
+              "    weights = e / e.sum(axis=-1, keepdims=True)\n"
+              "    output = weights @ V\n"
+              "    weights = weights * np.any(mask, axis=-1, keepdims=True)\n"
+              "    return output, weights\n"),)),
+    "attention_not_scaled": Mistake(
+        "scores not divided by √d_k", "test_masked_attention",
+        "Scaled dot-product attention divides the scores Q Kᵀ by √d_k (d_k is the last axis of Q and K).",
+        (Edit("masked_attention", " / np.sqrt(Q.shape[-1])", ""),)),
+    "softmax_over_queries": Mistake(
+        "weights normalised over the queries (axis=-2) instead of the keys", "test_masked_attention",
+        ("Each query distributes its attention over the keys: normalise each row (the last axis, keys), "
+         "not each column."),
+        (Edit("masked_attention", "masked_softmax(scores, mask)", "masked_softmax(scores, mask, axis=-2)"),)),
 }
+
+#: The grader's form of the mistakes (edited solution cells): what the spec, the report and the tests read.
+MISTAKES = variants(KNOWN_MISTAKES, SOLUTION)

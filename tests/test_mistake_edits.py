@@ -1,0 +1,219 @@
+"""Every known mistake of every answer bank (assignments 1–9) is a small edit of the current solution.
+
+Issue 11: "known mistakes are written as small edits of the solution; a test fails when an edit no longer
+applies exactly once or no longer changes an output." For every mistake of every bank:
+
+* each of its edits applies exactly once to the current solution (for a graded assignment: the source
+  notebook's solution cells, which the bank reads, never a copy);
+* the edited answer changes an output of its step on at least one hidden case (compared with the unedited
+  solution's output, not with the reference: an edit that no longer changes anything fails here);
+* for a graded assignment, the grader charges the mistake exactly where it says (its step, and
+  ``also_breaks``) and names it there, and the spec hands the grader exactly these edited cells.
+
+No bank may write a mistake as a whole copied function any more: a bank whose mistakes are not edits fails.
+Only trusted code (the banks' own cells) runs here, in this process.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from answer_bank_checks import call as call_on_case
+from autograder import assignments
+from autograder.grader import bank as edits, draft_rewrites
+from autograder.grader.answers import answer_namespace, source_solutions
+from autograder.grader.in_process import grade_variant
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+GRADED = {assignments.folder_of(name): a for name, a in assignments.all_assignments().items()}
+
+
+def _bank(folder: str):
+    return importlib.import_module(f"{assignments.__name__}.{folder}.bank")
+
+
+@dataclass(frozen=True)
+class BankMistake:
+    """One mistake of one bank, in the one form every bank shares: a :class:`~autograder.grader.bank.Mistake`."""
+
+    folder: str
+    name: str
+    mistake: edits.Mistake
+    solution: dict
+    #: ``outputs(cells, step)``: the answer's output (solution with ``cells`` replaced) on each hidden case of
+    #: ``step``, in order; None for a step whose case only runs in a child process (a07's memory step)
+    outputs: Callable[[dict, str], list | None]
+
+
+def _graded(folder: str) -> list[BankMistake]:
+    assignment, module = GRADED[folder], _bank(folder)
+    steps = {step.grade_id: step.cases() for step in assignment.steps}
+
+    def outputs(cells: dict, step: str) -> list:
+        namespace = answer_namespace(assignment.name, assignment.notebook, cells)
+        return [call_on_case(namespace[case.function], case) if callable(namespace.get(case.function)) else None
+                for case in steps[step]]
+
+    return [BankMistake(folder, name, mistake, module.SOLUTION, outputs)
+            for name, mistake in module.KNOWN_MISTAKES.items()]
+
+
+def _edit_draft(folder: str) -> list[BankMistake]:
+    """Assignments 7 and 8: ``MISTAKES`` are Mistakes of ``SOLUTION``, cases from ``hidden_cases()``."""
+    module = _bank(folder)
+    cases = module.hidden_cases(**({"include_memory_case": False} if folder.startswith("a07") else {}))
+
+    def outputs(cells: dict, step: str) -> list | None:
+        if not cases.get(step):  # tests/test_draft_bank_tiled_attention.py runs it under the sandbox's memory limit
+            return None
+        namespace = edits.run_cells({**module.SOLUTION, **cells})
+        return [call_on_case(namespace[case.function], case) for case in cases[step]]
+
+    return [BankMistake(folder, name, mistake, module.SOLUTION, outputs) for name, mistake in module.MISTAKES.items()]
+
+
+def _rewrite_draft(folder: str) -> list[BankMistake]:
+    """Assignments 6 and 9: ``MISTAKES`` are :class:`draft_rewrites.Edit` s, cases from ``STEPS[step].cases()``."""
+    module = _bank(folder)
+
+    def outputs(cells: dict, step: str) -> list:
+        namespace = draft_rewrites.run_cells({**module.SOLUTION, **cells}, module.GIVEN)
+        return [draft_rewrites.call(namespace, case.function, case.args, case.kwargs)
+                for case in module.STEPS[step].cases()]
+
+    return [BankMistake(folder, name, edit.mistake, module.SOLUTION, outputs) for name, edit in module.MISTAKES.items()]
+
+
+def _kind(folder: str):
+    module = _bank(folder)
+    if folder in GRADED:
+        return _graded
+    mistakes = list(getattr(module, "MISTAKES", {}).values())
+    if mistakes and all(isinstance(m, edits.Mistake) for m in mistakes):
+        return _edit_draft
+    if mistakes and all(isinstance(m, draft_rewrites.Edit) for m in mistakes):
+        return _rewrite_draft
+    return None
+
+
+FOLDERS = assignments.folders()
+ALL = [m for folder in FOLDERS if _kind(folder) for m in _kind(folder)(folder)]
+GRADED_MISTAKES = [m for m in ALL if m.folder in GRADED]
+
+
+def test_every_bank_writes_its_mistakes_as_edits():
+    assert len(FOLDERS) >= 9
+    assert [folder for folder in FOLDERS if _kind(folder) is None] == []
+    assert {m.folder for m in ALL} == set(FOLDERS)
+
+
+@pytest.mark.parametrize("folder", sorted(GRADED))
+def test_a_graded_banks_solution_is_its_source_notebooks_and_its_mistakes_are_its_edits(folder):
+    assignment, module = GRADED[folder], _bank(folder)
+    assert module.SOLUTION == source_solutions(assignment.name, assignment.notebook)
+    assert assignment.mistakes is module.MISTAKES  # the spec hands the grader the bank's edited cells
+    assert list(module.MISTAKES) == list(module.KNOWN_MISTAKES)
+    for name, mistake in module.KNOWN_MISTAKES.items():
+        assert module.MISTAKES[name] == mistake.variant(module.SOLUTION), name
+        assert mistake.edits and all(isinstance(edit, edits.Edit) for edit in mistake.edits), name
+
+
+def _differs(a, b) -> bool:
+    if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str) and a[0] in ("ok", "raised"):  # draft call
+        return a[0] != b[0] or (a[0] == "ok" and draft_rewrites.compare(a[1], b[1], 0.0, 0.0) != "equal") or \
+            (a[0] == "raised" and a[1] != b[1])
+    return not _identical(a, b)
+
+
+def _identical(a, b) -> bool:
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+    if hasattr(a, "type") and hasattr(b, "type"):  # two Raised
+        return a.type == b.type
+    return type(a) is type(b) and (a == b or (a != a and b != b))
+
+
+def check_edits(m: BankMistake) -> None:
+    """Each edit of ``m`` applies exactly once, and the edited answer changes an output of each step it breaks."""
+    source = dict(m.solution)
+    for edit in m.mistake.edits:  # as apply_edits does, one at a time, on the cell as edited so far
+        assert edit.cell in source, f"{m.name}: no solution cell {edit.cell!r}"
+        assert source[edit.cell].count(edit.old) == 1, f"{m.name}: {edits.describe_edit(edit)} must apply exactly once"
+        assert edit.old != edit.new
+        source[edit.cell] = source[edit.cell].replace(edit.old, edit.new)
+    cells = m.mistake.cells(m.solution)
+    assert cells == {cell: source[cell] for cell in cells} and cells
+    for step in m.mistake.breaks:
+        before, after = m.outputs({}, step), m.outputs(cells, step)
+        if before is None:
+            assert (m.folder, step) == ("a07_tiled_attention", "test_tiled_attention_memory")
+            continue
+        assert any(_differs(a, b) for a, b in zip(before, after)), \
+            f"{m.folder}/{m.name}: the edited answer gives the solution's output on every hidden case of {step}"
+
+
+@pytest.mark.parametrize("m", ALL, ids=lambda m: f"{m.folder}/{m.name}")
+def test_each_edit_applies_exactly_once_and_changes_an_output_of_its_step(m):
+    check_edits(m)
+
+
+def test_an_edit_that_no_longer_changes_an_output_fails_the_check():
+    m = next(m for m in GRADED_MISTAKES if m.name == "mask_flipped")
+    cosmetic = edits.Mistake(m.mistake.description, m.mistake.step, m.mistake.hint,
+                             (edits.Edit("causal_mask", "True where", "true where"),))
+    with pytest.raises(AssertionError, match="gives the solution's output on every hidden case of test_causal_mask"):
+        check_edits(BankMistake(m.folder, m.name, cosmetic, m.solution, m.outputs))
+    twice = edits.Mistake(m.mistake.description, m.mistake.step, m.mistake.hint, (edits.Edit("causal_mask", "T", "T"),))
+    with pytest.raises(AssertionError, match="must apply exactly once"):
+        check_edits(BankMistake(m.folder, m.name, twice, m.solution, m.outputs))
+
+
+@pytest.mark.parametrize("m", GRADED_MISTAKES, ids=lambda m: f"{m.folder}/{m.name}")
+def test_the_grader_charges_each_edited_mistake_exactly_where_it_says(m):
+    assignment = GRADED[m.folder]
+    results = grade_variant(assignment, m.mistake.variant(m.solution))
+    charged = {grade_id for grade_id, result in results.items() if result.score < result.points}
+    assert charged == m.mistake.breaks, f"{m.folder}/{m.name}"
+    for grade_id in m.mistake.breaks:
+        assert m.name in results[grade_id].named, f"{m.folder}/{m.name} is not named in {grade_id}"
+        assert not all(results[grade_id].passed)
+
+
+def test_a_stale_edit_fails():
+    """The check above fails when the solution changes under an edit: it no longer applies exactly once."""
+    m = next(m for m in GRADED_MISTAKES if m.name == "mask_flipped")
+    edit = m.mistake.edits[0]
+    with pytest.raises(ValueError, match="occurs 0 times"):
+        m.mistake.cells({**m.solution, edit.cell: m.solution[edit.cell].replace(edit.old, "np.tri(T, dtype=bool)")})
+    with pytest.raises(ValueError, match="occurs 2 times"):
+        m.mistake.cells({**m.solution, edit.cell: m.solution[edit.cell] + f"\n# {edit.old}\n"})
+
+
+def test_also_breaks_is_where_a_mistake_of_a_shared_function_is_charged_too():
+    mistake = _bank("a01_attention").KNOWN_MISTAKES["keys_times_queries"]
+    assert mistake.step == "test_attention_scores" and mistake.breaks == {"test_attention_scores", "test_scaling"}
+    assert mistake.variant(_bank("a01_attention").SOLUTION).breaks == mistake.breaks
+
+
+def test_the_draft_rewrites_edit_is_a_bank_mistake_of_one_edit():
+    edit = _bank("a06_gradients").MISTAKES["jacobian_outer_plus"]
+    solution = _bank("a06_gradients").SOLUTION
+    assert edit.mistake == edits.Mistake(edit.description, edit.breaks, edit.hint,
+                                         (edits.Edit(edit.cell, edit.old, edit.new),))
+    assert draft_rewrites.apply_edit(solution, edit) == {**solution, **edits.apply_edits(solution, edit.mistake.edits)}
+
+
+def test_source_solution_names_the_folder_it_cannot_find(tmp_path):
+    with pytest.raises(ValueError, match="aNN_<topic>"):
+        edits.source_solution("autograder.grader.bank")
+    with pytest.raises(ValueError, match="one source/01_"):
+        edits.source_solution("autograder.assignments.a01_attention.bank", tmp_path)
