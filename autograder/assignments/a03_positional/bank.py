@@ -296,7 +296,7 @@ KNOWN_MISTAKES = {
         "exponent i/d_model with the pair index i, instead of 2i/d_model", "test_sinusoidal_positional_encoding",
         ("The frequencies are off: pair i (columns 2i and 2i + 1) uses the exponent 2i/d_model, so the last pair "
          "turns 10000^((d_model − 2)/d_model) times slower than the first (100 times for d_model = 4, almost 10000 "
-        "times only for large d_model). Check what your exponent is for the last pair."),
+         "times only for large d_model). Check what your exponent is for the last pair."),
         (Edit("sinusoidal_positional_encoding",
               "10000 ** (np.arange(0, d_model, 2) / d_model)",
               "10000 ** (np.arange(d_model // 2) / d_model)"),)),
