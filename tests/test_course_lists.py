@@ -42,15 +42,17 @@ def test_each_autograder_cell_states_its_points():
         cells = notebook_cells.test_cells(notebook_cells.read(REPO / "source" / assignment.name / assignment.notebook))
         for grade_id, (source, points) in cells.items():
             stated = re.search(r"\((\d+(?:\.\d+)?) points?\)", source.splitlines()[0])
-            assert stated and float(stated.group(1)) == points, (
-                f"{assignment.name}/{grade_id}: the cell says {stated and stated.group(0)}, its metadata {points:g} points")
+            assert stated and float(stated.group(1)) == points, (f"{assignment.name}/{grade_id}: the cell says "
+                                                                 f"{stated and stated.group(0)}, its metadata {points:g}")
 
 
 #: Course-wide constants, each written out in one place only; everything else uses the name.
 CONSTANTS = {
     "the course id": (r"""["']attention-lab["']""", {"autograder/course.py"}),
-    "the kernels' OPENBLAS_NUM_THREADS": (r"""["']OPENBLAS_NUM_THREADS["']\s*[:,]\s*["']1""", {"attention_lab/core/__init__.py"}),
-    "the 16 MiB caps": (r"16 \* (MiB|2 ?\*\* ?20)|16_?777_?216", {"autograder/sandbox/limits.py", "attention_lab/core/values.py"}),
+    "the kernels' OPENBLAS_NUM_THREADS": (r"""["']OPENBLAS_NUM_THREADS["']\s*[:,]\s*["']1""",
+                                          {"attention_lab/core/__init__.py"}),
+    "the 16 MiB caps": (r"16 \* (MiB|2 ?\*\* ?20)|16_?777_?216",
+                        {"autograder/sandbox/limits.py", "attention_lab/core/values.py"}),
 }
 
 
