@@ -4,6 +4,7 @@ These lists are prose for people, so they cannot be generated from ``autograder/
 tests fail when one of them drifts from the specs (a step added, a function renamed, points changed).
 """
 
+import importlib
 import re
 
 from autograder import assignments
@@ -71,3 +72,10 @@ def test_course_constants_are_written_out_once():
     for name, (pattern, home) in CONSTANTS.items():
         found = {path for path, text in sources.items() if re.search(pattern, text)}
         assert found == home, f"{name} written out in {sorted(found - home)}: use the constant's name instead"
+
+
+def test_self_checks_name_their_assignment_as_its_spec_does():
+    # the student package cannot import the specs (it never imports the grader): its ids are compared here
+    for name, assignment in assignments.all_assignments().items():
+        checks = importlib.import_module(f"attention_lab.{assignments.folder_of(name)}.checks")
+        assert checks.ASSIGNMENT == assignment.name

@@ -1,7 +1,8 @@
 """What an assignment is, as data the grader needs: steps, hidden cases, answer variants.
 
-An assignment module (``autograder/assignment<N>.py``) builds one
-:class:`Assignment`. The grader (:mod:`autograder.grader.comparison`) uses it in its
+An assignment's spec (``autograder/assignments/aNN_<topic>/spec.py``) builds one
+:class:`Assignment`, with the helpers at the end of this module (:class:`Steps`,
+:func:`functions`, :func:`combined`). The grader (:mod:`autograder.grader.comparison`) uses it in its
 own process, outside the learner's kernel:
 
 * each :class:`Step` belongs to one autograder-test cell (its ``grade_id``);
