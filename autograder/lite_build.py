@@ -35,7 +35,6 @@ kernel, the PyPI wheels by the versions in Pyodide's lock or this environment.
 
 from __future__ import annotations
 
-import argparse
 import email.parser
 import hashlib
 import importlib.metadata
@@ -54,7 +53,8 @@ from jupyterlite_pyodide_kernel.constants import PYODIDE_CDN_URL, PYODIDE_PYTHON
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-REPO = Path(__file__).resolve().parent.parent
+from autograder.course import REPO
+
 DEFAULT_TARGET = REPO / "dist" / "lite"
 CACHE = REPO / "build" / "lite-cache"
 CONFIG = REPO / "lite"  # committed site configuration: jupyter-lite.json
@@ -77,21 +77,6 @@ REFERENCE_MODULES = ("__init__.py", "assignments/validation.py")
 REFERENCE_PER_ASSIGNMENT = ("__init__.py", "reference.py")
 # the wheel's autograder/assignments/__init__.py: the real one discovers the specs, which are grader, not reference
 REFERENCE_ASSIGNMENTS_INIT = '"""The course\'s reference implementations, one folder per assignment (no specs: not the grader)."""\n'
-REFERENCE_PYPROJECT = """[build-system]
-requires = ["setuptools>=77"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "attention-lab-reference"
-version = "{version}"
-description = "Attention Lab's reference implementations, which the self-study explorers run on."
-requires-python = ">=3.11"
-license = "MIT"
-dependencies = ["numpy>=1.26,<3"]
-
-[tool.setuptools.packages.find]
-include = ["autograder*"]
-"""
 # the kernel jupyterlite-pyodide-kernel registers (jupyter-lite.json's defaultKernelName)
 PYODIDE_KERNELSPEC = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
 
@@ -180,7 +165,7 @@ def student_wheel(out: Path) -> Path:
 
 def reference_wheel(out: Path) -> Path:
     """The reference implementations as a pure-Python wheel (package ``autograder`` with :data:`REFERENCE_MODULES`)."""
-    from attention_lab import __version__
+    from autograder.student_build import pyproject_toml
 
     shutil.rmtree(out, ignore_errors=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -194,7 +179,9 @@ def reference_wheel(out: Path) -> Path:
             (package / module).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(sources / module, package / module)
         (package / "assignments" / "__init__.py").write_text(REFERENCE_ASSIGNMENTS_INIT)
-        (project / "pyproject.toml").write_text(REFERENCE_PYPROJECT.format(version=__version__))
+        (project / "pyproject.toml").write_text(pyproject_toml(
+            REFERENCE_PACKAGE, "Attention Lab's reference implementations, which the self-study explorers run on.",
+            ["numpy>=1.26,<3"], "autograder"))
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                         "-w", str(out), str(project)], check=True)
     return next(out.glob("attention_lab_reference-*-py3-none-any.whl"))
@@ -328,13 +315,11 @@ def build(target: Path = DEFAULT_TARGET, cache: Path = CACHE) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Build the course as a static JupyterLite site.")
-    parser.add_argument("target", nargs="?", type=Path, default=DEFAULT_TARGET)
-    args = parser.parse_args(argv)
-    path = build(args.target.resolve())
-    print(f"wrote {path} (for self-study: it holds the reference solutions the explorers run on)\n"
-          f"  serve it with any static web server, e.g. python -m http.server -d {path}")
-    return 0
+    from autograder.student_build import build_command
+
+    return build_command(argv, "Build the course as a static JupyterLite site.", DEFAULT_TARGET, build,
+                         lambda path: " (for self-study: it holds the reference solutions the explorers run on)\n"
+                                      f"  serve it with any static web server, e.g. python -m http.server -d {path}")
 
 
 if __name__ == "__main__":

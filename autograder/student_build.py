@@ -31,6 +31,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
+from typing import Callable, Sequence
 
 from attention_lab.lab import COURSE_CONFIG  # where `python -m attention_lab.lab` looks for a course's Jupyter config
 from autograder.course import REPO
@@ -56,26 +57,34 @@ INSTRUCTOR_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader", "nbgrad
 # a line of code importing the grader (also inside a notebook's JSON strings), or solution markers
 FORBIDDEN = re.compile(r'^\s*"?(?:from|import)\s+autograder\b|### BEGIN SOLUTION|### BEGIN HIDDEN TESTS', re.MULTILINE)
 
-PYPROJECT = """[build-system]
+PACKAGE_DATA = """
+[tool.setuptools.package-data]
+"attention_lab" = ["a*/worked_cases.json", "a09_tiny_gpt/*.npz", "a09_tiny_gpt/*.json"]
+"""
+
+
+def pyproject_toml(name: str, description: str, dependencies: Sequence[str], packages: str, more: str = "") -> str:
+    """The ``pyproject.toml`` of a package built from part of this repository: setuptools, attention_lab's version,
+    the Python packages whose names start with ``packages``, then the TOML ``more``."""
+    from attention_lab import __version__
+
+    listed = "".join(f'\n    "{d}",' for d in dependencies)
+    return f"""[build-system]
 requires = ["setuptools>=77"]
 build-backend = "setuptools.build_meta"
 
 [project]
-name = "attention-lab-student"
-version = "{version}"
-description = "Attention Lab for students: the notebooks, widgets and self-checks, without the grader."
+name = "{name}"
+version = "{__version__}"
+description = "{description}"
 requires-python = ">=3.11"
 license = "MIT"
-dependencies = [
-{dependencies}
+dependencies = [{listed}
 ]
 
 [tool.setuptools.packages.find]
-include = ["attention_lab*"]
-
-[tool.setuptools.package-data]
-"attention_lab" = ["a*/worked_cases.json", "a09_tiny_gpt/*.npz", "a09_tiny_gpt/*.json"]
-"""
+include = ["{packages}*"]
+{more}"""
 
 ENVIRONMENT = """name: attention-lab-student
 channels:
@@ -142,15 +151,14 @@ def build(target: Path = DEFAULT_TARGET, repo: Path = REPO) -> Path:
     RuntimeError
         If a copied file imports ``autograder`` or holds solution / hidden-test markers.
     """
-    from attention_lab import __version__
-
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
     _copy_tree(repo / "attention_lab", target / "attention_lab")
     _copy_tree(repo / "release", target / "release")
-    dependencies = "\n".join(f'    "{d}",' for d in DEPENDENCIES)
-    (target / "pyproject.toml").write_text(PYPROJECT.format(version=__version__, dependencies=dependencies))
+    (target / "pyproject.toml").write_text(pyproject_toml(
+        "attention-lab-student", "Attention Lab for students: the notebooks, widgets and self-checks, without the grader.",
+        DEPENDENCIES, "attention_lab", PACKAGE_DATA))
     (target / "environment.yml").write_text(ENVIRONMENT.format(dependencies="\n".join(f"  - {d}" for d in DEPENDENCIES)))
     write_jupyter_config(target / COURSE_CONFIG)
     disable = [f"jupyter labextension disable --level=sys_prefix {p}" for p in INSTRUCTOR_LAB_PLUGINS]
@@ -165,13 +173,19 @@ def build(target: Path = DEFAULT_TARGET, repo: Path = REPO) -> Path:
     return target
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Build the student edition of the course (no grader).")
-    parser.add_argument("target", nargs="?", type=Path, default=DEFAULT_TARGET)
-    args = parser.parse_args(argv)
-    path = build(args.target.resolve())
-    print(f"wrote {path}\n  students: pip install -e {path} && python -m attention_lab.lab")
+def build_command(argv: list[str] | None, description: str, default: Path, build: Callable[[Path], Path],
+                  usage: Callable[[Path], str]) -> int:
+    """A build's command line, ``[target]`` (default ``default``): builds there, prints the path and ``usage(path)``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("target", nargs="?", type=Path, default=default)
+    path = build(parser.parse_args(argv).target.resolve())
+    print(f"wrote {path}{usage(path)}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return build_command(argv, "Build the student edition of the course (no grader).", DEFAULT_TARGET, build,
+                         lambda path: f"\n  students: pip install -e {path} && python -m attention_lab.lab")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ import json
 import os
 from pathlib import Path
 
+from attention_lab.core import KERNEL_ENVIRONMENT
+
 c = get_config()  # noqa: F821 (provided by traitlets when JupyterHub loads this file)
 
 settings = json.loads(Path(os.environ["ATTENTION_LAB_HUB_SETTINGS"]).read_text())
@@ -47,7 +49,7 @@ c.Spawner.start_timeout = 300  # a busy 2-core machine starts a JupyterLab serve
 c.Spawner.http_timeout = 300
 # Everything a server writes is private unless nbgrader's exchange opens it on purpose.
 c.LocalProcessSpawner.popen_kwargs = {"umask": settings["umask"]}
-c.Spawner.environment = {"OPENBLAS_NUM_THREADS": "1", "LANG": "C.UTF-8"}
+c.Spawner.environment = {**KERNEL_ENVIRONMENT, "LANG": "C.UTF-8"}
 
 
 def environment_for(spawner):

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from autograder.assignments.a01_attention.spec import ASSIGNMENT as A1_SPEC
+
 REPO = Path(__file__).resolve().parent.parent
-ASSIGNMENT = "01_scaled_dot_product_attention"
-NOTEBOOK = "scaled_dot_product_attention.ipynb"
+ASSIGNMENT = A1_SPEC.name  # the assignment most end-to-end tests grade
+NOTEBOOK = A1_SPEC.notebook
 SOURCE_NB = REPO / "source" / ASSIGNMENT / NOTEBOOK
 RELEASE_NB = REPO / "release" / ASSIGNMENT / NOTEBOOK
 

@@ -82,8 +82,8 @@ def test_named_mistakes_reach_the_table_and_the_feedback(graded_class):
     total = sum(v.score for v in grade_variant(assignments.get(ASSIGNMENT), mistake).values())
     assert 0 < total < 10
     table = grading.format_table(steps, rows, ASSIGNMENT)
-    assert table.splitlines()[0].split()[:4] == ["student", "softmax", "scores", "scaling"]
-    assert re.search(rf"{student} .* {total:g}/10\s+{key}$", table, re.M), table
+    assert table.splitlines()[0].split()[:4] == ["student", *(step.title for step in hostile.SPEC.steps[:3])]
+    assert re.search(rf"{student} .* {total:g}/{hostile.FULL:g}\s+{key}$", table, re.M), table
     page = html.unescape((course / "feedback" / student / ASSIGNMENT / NOTEBOOK.replace(".ipynb", ".html")).read_text())
     page = " ".join(page.split())  # the feedback wraps long lines
     assert f"This looks like a known mistake: {' '.join(mistake.description.split())}" in page
@@ -227,16 +227,17 @@ def test_make_grade_grades_a_real_class_without_touching_release(tmp_path, capsy
     nbformat.write(fill_release(read(RELEASE_NB), solution_cells(read(SOURCE_NB))), str(target / NOTEBOOK))
     assert grading.main(["--course-dir", str(course), ASSIGNMENT]) == 0
     out = capsys.readouterr().out
-    assert "alice" in out and "10/10" in out
+    full = f"{hostile.FULL:g}/{hostile.FULL:g}"
+    assert "alice" in out and full in out
     assert (course / f"grades-{ASSIGNMENT}.csv").exists()
     assert (course / "feedback" / "alice" / ASSIGNMENT).is_dir()
     assert (course / "release" / ASSIGNMENT / NOTEBOOK).read_bytes() == before
-    # Re-grading a submission that now kills its kernel must not report the earlier 10/10.
+    # Re-grading a submission that now kills its kernel must not report the earlier full marks.
     answers = {**solution_cells(read(SOURCE_NB)), "causal_mask": "import os\nos._exit(1)"}
     nbformat.write(fill_release(read(RELEASE_NB), answers), str(target / NOTEBOOK))
     assert grading.main(["--course-dir", str(course), ASSIGNMENT]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("alice"))
-    assert "10/10" not in row and "4/10" in row
+    assert full not in row and f"{hostile.BEFORE_MASK:g}/{hostile.FULL:g}" in row
 
 
 def test_table_lines_up_graded_and_ungraded_students():

@@ -152,3 +152,86 @@ def require_axis(name: str, axis, ndim: int, shape: tuple[int, ...]) -> int:
     if not -ndim <= axis < ndim:
         raise ValueError(f"{name} must be in [{-ndim}, {ndim - 1}] for an array of shape {shape}; received {axis}")
     return int(axis) % ndim
+
+
+def keys_and_values(K, V) -> tuple[np.ndarray, np.ndarray]:
+    """``K`` (..., T_k, d_k) and ``V`` (..., T_k, d_v) as float arrays with the same number of keys T_k.
+
+    Raises
+    ------
+    ValueError
+        If either has fewer than 2 dimensions, is not numeric, or their T_k differ.
+    """
+    K = as_float_array("K", K, min_ndim=2, expected="(..., T_k, d_k)")
+    V = as_float_array("V", V, min_ndim=2, expected="(..., T_k, d_v)")
+    require_same("K.shape[-2]", K.shape[-2], "V.shape[-2]", V.shape[-2], "T_k")
+    return K, V
+
+
+def require_batch_broadcast(scores: np.ndarray, V: np.ndarray) -> None:
+    """Check that the leading (batch) dimensions of ``V`` broadcast with those of the scores (..., T_q, T_k).
+
+    Raises
+    ------
+    ValueError
+        If they do not, naming both shapes.
+    """
+    try:
+        np.broadcast_shapes(scores.shape[:-2], V.shape[:-2])
+    except ValueError:
+        raise ValueError(f"the leading (batch) dimensions of V {V.shape[:-2]} must broadcast with those of the "
+                         f"scores {scores.shape[:-2]}; received V.shape={V.shape}") from None
+
+
+def projections(d_model: int, W_q, W_k, W_v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The projections W_q, W_k, W_v as float arrays of shape (d_model, d_head), checked against each other.
+
+    Raises
+    ------
+    ValueError
+        If one is not (d_model, d_head) with ``d_model`` (from x) and d_head ≥ 1, or their d_head differ.
+    """
+    checked = []
+    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
+        W = as_float_array(name, W, min_ndim=2, expected=f"(d_model, d_head) = ({d_model}, d_head)")
+        if W.ndim != 2 or W.shape[0] != d_model or W.shape[1] == 0:
+            raise ValueError(f"{name} must have shape (d_model, d_head) with d_model={d_model} (from x) and "
+                             f"d_head >= 1; received shape {W.shape}")
+        checked.append(W)
+    require_same("W_q.shape[1]", checked[0].shape[1], "W_k.shape[1]", checked[1].shape[1], "d_head")
+    require_same("W_q.shape[1]", checked[0].shape[1], "W_v.shape[1]", checked[2].shape[1], "d_head")
+    return checked[0], checked[1], checked[2]
+
+
+def kv_caches(d_head: int, K_cache, V_cache) -> tuple[np.ndarray, np.ndarray]:
+    """A key cache and a value cache as float arrays of shape (T_past, d_head), with the same T_past (may be 0).
+
+    Raises
+    ------
+    ValueError
+        If one is not (T_past, d_head) with ``d_head`` (from W_k), or their T_past differ.
+    """
+    caches = []
+    for name, cache in (("K_cache", K_cache), ("V_cache", V_cache)):
+        cache = as_float_array(name, cache, min_ndim=2, expected=f"(T_past, d_head) = (T_past, {d_head})")
+        if cache.ndim != 2 or cache.shape[1] != d_head:
+            raise ValueError(f"{name} must have shape (T_past, d_head) with d_head={d_head} (from W_k); "
+                             f"received shape {cache.shape}")
+        caches.append(cache)
+    require_same("K_cache.shape[0]", caches[0].shape[0], "V_cache.shape[0]", caches[1].shape[0], "T_past")
+    return caches[0], caches[1]
+
+
+def tokens(name: str, x) -> np.ndarray:
+    """Token vectors ``x`` as a float array of shape (T, d_model) with T ≥ 1 and d_model ≥ 1.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is not numeric or not of that shape, naming ``name``.
+    """
+    x = as_float_array(name, x, min_ndim=2, expected="(T, d_model)")
+    if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"{name} must have shape (T, d_model) with T >= 1 and d_model >= 1; "
+                         f"received shape {x.shape}")
+    return x

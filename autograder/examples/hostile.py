@@ -21,14 +21,17 @@ from typing import Callable
 
 import nbformat
 
+from autograder.assignments.a01_attention.spec import ASSIGNMENT as SPEC
 from autograder.examples import hostile_payloads as payloads
+from autograder.grader.in_process import points_of
 from autograder.nbgrader.notebook_cells import fill_release, nbgrader_meta
 
-ASSIGNMENT = "01_scaled_dot_product_attention"
-NOTEBOOK = "scaled_dot_product_attention.ipynb"
-FULL = 10.0
-# points of the steps before the causal mask's test cell (softmax 2, scores 1, scaling 1)
-BEFORE_MASK = 4.0
+ASSIGNMENT = SPEC.name
+NOTEBOOK = SPEC.notebook
+POINTS = points_of(SPEC)  #: grade_id → points of each autograder-test cell of the source notebook
+FULL = sum(POINTS.values())
+#: what a submission keeps when its causal_mask cell stops: the points of the steps before the mask's test cell
+BEFORE_MASK = sum(POINTS[step.grade_id] for step in SPEC.steps[:SPEC.steps.index(SPEC.step("test_causal_mask"))])
 
 
 @dataclass
@@ -180,13 +183,11 @@ def as_honest(cells: Callable[[dict[str, str]], dict[str, str]], note: str | Non
     submission that gains anything by its attack fails this check.
     """
     def check(outcome: Outcome) -> str | None:
-        from autograder import assignments
         from autograder.grader.answers import source_solutions
         from autograder.grader.in_process import grade_answers
 
-        assignment = assignments.get(ASSIGNMENT)
         solutions = source_solutions(ASSIGNMENT, NOTEBOOK)
-        honest = sum(v.score for v in grade_answers(assignment, cells(solutions)).values())
+        honest = sum(v.score for v in grade_answers(SPEC, cells(solutions)).values())
         return graded(honest, honest, note)(outcome)
     return _expecting("graded exactly as its honest part (its answers without the attack, graded in-process)")(check)
 
@@ -199,7 +200,7 @@ def not_graded(words: str):
     return _expecting(f"not graded, reason says “{words}”")(check)
 
 
-@_expecting("every read, write and import denied inside the kernel; nothing written; graded 10/10")
+@_expecting(f"every read, write and import denied inside the kernel; nothing written; graded {FULL:g}/{FULL:g}")
 def _sandboxed(outcome: Outcome) -> str | None:
     if outcome.autograded is None:
         return "no autograded notebook"

@@ -1,7 +1,8 @@
 """What an assignment is, as data the grader needs: steps, hidden cases, answer variants.
 
-An assignment module (``autograder/assignment<N>.py``) builds one
-:class:`Assignment`. The grader (:mod:`autograder.grader.comparison`) uses it in its
+An assignment's spec (``autograder/assignments/aNN_<topic>/spec.py``) builds one
+:class:`Assignment`, with the helpers at the end of this module (:class:`Steps`,
+:func:`functions`, :func:`combined`). The grader (:mod:`autograder.grader.comparison`) uses it in its
 own process, outside the learner's kernel:
 
 * each :class:`Step` belongs to one autograder-test cell (its ``grade_id``);
@@ -185,3 +186,41 @@ class Assignment:
             if step.grade_id == grade_id:
                 return step
         raise KeyError(f"assignment {self.name} has no step for grade_id {grade_id!r}")
+
+
+# ---- how a spec builds its parts -----------------------------------------------------------------
+
+class Steps(list):
+    """An assignment's steps in notebook order, each declared on the function that builds its hidden cases.
+
+    A spec makes ``STEPS = Steps()``, puts ``@STEPS.add(grade_id, title, diagnose)`` above each
+    ``cases(seed=…)`` builder in the order of the notebook's autograder-test cells, and passes
+    ``steps=tuple(STEPS)`` to :class:`Assignment`. The builder is kept as it is (it is ``Step.cases``).
+    """
+
+    def add(self, grade_id: str, title: str, diagnose: Callable[[Case, Any, Any], list[str]] | None = None):
+        """Declare the step graded in the autograder-test cell ``grade_id`` (see :class:`Step`)."""
+        def declare(cases: Callable[..., Sequence[Case]]) -> Callable[..., Sequence[Case]]:
+            self.append(Step(grade_id, title, cases, diagnose))
+            return cases
+        return declare
+
+
+def functions(module, names: str) -> dict[str, Callable]:
+    """``name → module.name`` for each of the space-separated ``names``: reference functions of an assignment.
+
+    Raises
+    ------
+    AttributeError
+        If ``module`` defines no function of one of those names.
+    """
+    return {name: getattr(module, name) for name in names.split()}
+
+
+def combined(description: str, *variants: Variant) -> Variant:
+    """One answer made of several variants: their cells (later ones win), the steps they break and their hints."""
+    cells, breaks = {}, frozenset()
+    for variant in variants:
+        cells.update(variant.cells)
+        breaks |= variant.breaks
+    return Variant(description, cells, breaks, " / ".join(v.hint for v in variants if v.hint))

@@ -70,52 +70,27 @@ DEFAULT_ROOT = Path("/srv/attention-lab")
 PRIVATE_DIRS = ("source", "release", "submitted", "autograded", "feedback")
 
 
+def _inside(folder: str, name: str) -> property:
+    """A :class:`Layout` path: ``name`` inside the layout's ``folder`` (``"root"`` or another of its paths)."""
+    return property(lambda layout: getattr(layout, folder) / name)
+
+
 @dataclass(frozen=True)
 class Layout:
-    """Where the hub keeps everything, under one ``root`` folder."""
+    """Where the hub keeps everything, under one ``root`` folder: the folders and files named in the table above."""
 
     root: Path
 
-    @property
-    def course(self) -> Path:
-        """The nbgrader course directory; the other properties are the folders and files named in the table."""
-        return self.root / "course"
-
-    @property
-    def exchange(self) -> Path:
-        return self.course / "exchange"
-
-    @property
-    def course_exchange(self) -> Path:
-        return self.exchange / COURSE_ID
-
-    @property
-    def student_env(self) -> Path:
-        return self.root / "student-env"
-
-    @property
-    def instructor_env(self) -> Path:
-        return self.root / "instructor-env"
-
-    @property
-    def state(self) -> Path:
-        return self.root / "jupyterhub"
-
-    @property
-    def settings(self) -> Path:
-        return self.state / "settings.json"
-
-    @property
-    def users_file(self) -> Path:
-        return self.state / "users.json"
-
-    @property
-    def hub_pid_file(self) -> Path:
-        return self.state / "jupyterhub.pid"
-
-    @property
-    def proxy_pid_file(self) -> Path:
-        return self.state / "proxy.pid"
+    course = _inside("root", "course")  #: the nbgrader course directory
+    exchange = _inside("course", "exchange")
+    course_exchange = _inside("exchange", COURSE_ID)
+    student_env = _inside("root", "student-env")
+    instructor_env = _inside("root", "instructor-env")
+    state = _inside("root", "jupyterhub")
+    settings = _inside("state", "settings.json")
+    users_file = _inside("state", "users.json")
+    hub_pid_file = _inside("state", "jupyterhub.pid")
+    proxy_pid_file = _inside("state", "proxy.pid")
 
 
 def nbgrader_as(layout: Layout, user: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -16,6 +16,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from autograder.course import KERNEL_ENVIRONMENT
+
 #: Unix user names set-up accepts (those of Debian's adduser, lower case).
 USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 UMASK = 0o077
@@ -120,7 +122,7 @@ def run_as(user: str, argv: list[str], cwd: Path | None = None, env: dict[str, s
     account = pwd.getpwnam(user)
     path = f"{prefix / 'bin'}:{SYSTEM_PATH}" if prefix else SYSTEM_PATH
     environment = {"HOME": account.pw_dir, "USER": user, "LOGNAME": user, "PATH": path, "LANG": "C.UTF-8",
-                   "OPENBLAS_NUM_THREADS": "1", **(env or {})}
+                   **KERNEL_ENVIRONMENT, **(env or {})}
     done = subprocess.run(argv, cwd=cwd or account.pw_dir, env=environment, user=account.pw_uid,
                           group=account.pw_gid, extra_groups=[], umask=UMASK, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

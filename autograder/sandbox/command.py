@@ -30,6 +30,7 @@ from pathlib import Path
 
 from traitlets import Integer, Unicode, default
 
+from autograder.course import KERNEL_ENVIRONMENT
 from autograder.sandbox.errors import INSTALL_HINT, SandboxError
 from autograder.sandbox.image import INSIDE_PACKAGES, Image
 from autograder.sandbox.limits import KernelLimits
@@ -143,7 +144,7 @@ def kernel_env(settings: SandboxSettings, python: str) -> dict[str, str]:
     Returns
     -------
     dict of str to str
-        PATH, HOME=/tmp, LANG, OPENBLAS_NUM_THREADS=1, MPLBACKEND=Agg,
+        PATH, HOME=/tmp, LANG, the course's ``KERNEL_ENVIRONMENT`` (OPENBLAS_NUM_THREADS=1), MPLBACKEND=Agg,
         MPLCONFIGDIR and IPYTHONDIR under /tmp, PYTHONDONTWRITEBYTECODE=1,
         and nbgrader's NBGRADER_EXECUTION (NBGRADER_VALIDATING) as set in the grader.
     """
@@ -152,7 +153,7 @@ def kernel_env(settings: SandboxSettings, python: str) -> dict[str, str]:
         "PATH": f"{seen.bin_dir if seen else Path(python).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp",
         "LANG": "C.UTF-8",
-        "OPENBLAS_NUM_THREADS": "1",
+        **KERNEL_ENVIRONMENT,
         "MPLBACKEND": "Agg",
         "MPLCONFIGDIR": "/tmp/matplotlib",
         "IPYTHONDIR": "/tmp/ipython",

@@ -22,7 +22,9 @@ import numpy as np
 from autograder.assignments.validation import (
     as_float_array,
     broadcast_mask,
+    keys_and_values,
     require_axis,
+    require_batch_broadcast,
     require_bool,
     require_positive_int,
     require_same,
@@ -165,15 +167,9 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
         dimensions), the mask is not boolean or does not broadcast, or a
         query row is fully masked (its weights would be 0/0).
     """
-    K = as_float_array("K", K, min_ndim=2, expected="(..., T_k, d_k)")
-    V = as_float_array("V", V, min_ndim=2, expected="(..., T_k, d_v)")
-    require_same("K.shape[-2]", K.shape[-2], "V.shape[-2]", V.shape[-2], "T_k")
+    K, V = keys_and_values(K, V)
     scores = attention_scores(Q, K, scale=scale)
-    try:
-        np.broadcast_shapes(scores.shape[:-2], V.shape[:-2])
-    except ValueError:
-        raise ValueError(f"the leading (batch) dimensions of V {V.shape[:-2]} must broadcast with those of the "
-                         f"scores {scores.shape[:-2]}; received V.shape={V.shape}") from None
+    require_batch_broadcast(scores, V)
     if mask is not None:
         mask = broadcast_mask(mask, scores.shape)
         if not mask.any(axis=-1).all():

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.assignments.a01_attention import reference
-from autograder.grader.spec import Assignment, Case, Step, Variant
+from autograder.grader.diagnosis import scale_ratio
+from autograder.grader.spec import Assignment, Case, Steps, Variant, combined, functions
 from autograder.assignments.a01_attention.bank import CORRECT, MISTAKES
 
 NAME = "01_scaled_dot_product_attention"
@@ -19,15 +20,6 @@ PAIR = ("the output", "the weights")
 
 
 # ---- diagnoses: which property fails, when no known mistake matches --------------------------------
-
-def _scale_ratio(got, expected) -> float | None:
-    """The factor k with got ≈ k · expected, if the two differ only by a constant factor."""
-    norm = float(np.vdot(expected, expected))
-    if norm == 0.0 or not np.all(np.isfinite(got)):
-        return None
-    ratio = float(np.vdot(got, expected)) / norm
-    return ratio if np.allclose(got, ratio * expected, rtol=1e-4, atol=1e-9) else None
-
 
 def _row_sums(weights: np.ndarray, axis: int = -1) -> list[str]:
     if not np.all(np.isfinite(weights)):
@@ -48,7 +40,7 @@ def _scaled(case, got, expected) -> list[str]:
         if got.shape == expected.shape[:-2] + expected.shape[:-3:-1] and got.shape != expected.shape:
             return ["The shape is (T_k, T_q): rows should be queries and columns keys."]
         if got.shape == expected.shape:
-            ratio = _scale_ratio(got, expected)
+            ratio = scale_ratio(got, expected)
             if ratio is not None and not np.isclose(ratio, 1.0, rtol=1e-3):
                 d_k = case.args[0].shape[-1]
                 return [f"The result is {ratio:.4g} times the correct one (d_k = {d_k})."]
@@ -87,7 +79,7 @@ def _weights(case, got, expected) -> list[str]:
 
 def _entropy(case, got, expected) -> list[str]:
     if isinstance(got, np.ndarray) and got.shape == expected.shape:
-        ratio = _scale_ratio(got, expected)
+        ratio = scale_ratio(got, expected)
         if ratio is not None and not np.isclose(ratio, 1.0, rtol=1e-3):
             return [f"The entropies are {ratio:.4g} times the correct ones: entropy here is in nats (natural log)."]
     return []
@@ -95,6 +87,10 @@ def _entropy(case, got, expected) -> list[str]:
 
 # ---- hidden cases, built in the grader from a seed (default: the one the course has always used) -----
 
+STEPS = Steps()  # in notebook order: each builder of hidden cases says which step it grades
+
+
+@STEPS.add("test_softmax", "softmax", _softmax)
 def _softmax_cases(seed: int = 1706):
     rng = np.random.default_rng(seed)
     axis_case = rng.normal(0.0, 3.0, size=(4, 3, 5))
@@ -118,6 +114,7 @@ def _qk(seed):
             rng.normal(size=(2, 3, 4, 6)), rng.normal(size=(2, 3, 5, 6)))
 
 
+@STEPS.add("test_attention_scores", "scores", _scaled)
 def _score_cases(seed: int = 2017):
     Q, K, Qb, Kb = _qk(seed)
     return [
@@ -128,6 +125,7 @@ def _score_cases(seed: int = 2017):
     ]
 
 
+@STEPS.add("test_scaling", "scaling", _scaled)
 def _scaling_cases(seed: int = 1955):
     Q, K, Qb, Kb = _qk(seed)
     return [
@@ -137,12 +135,14 @@ def _scaling_cases(seed: int = 1955):
     ]
 
 
+@STEPS.add("test_causal_mask", "mask")
 def _mask_cases(seed: int | None = None):
     # hand-chosen sizes: the seed does not change them. Not T = 1, where a flipped mask is right by accident
     # (the visible self-check tries T = 1).
     return [Case(f"causal_mask({T})", "causal_mask", (T,), outputs=("the mask",)) for T in (4, 7, 2, 12)]
 
 
+@STEPS.add("test_scaled_dot_product_attention", "attention", _weights)
 def _attention_cases(seed: int = 1409):
     rng = np.random.default_rng(seed)
 
@@ -167,6 +167,7 @@ def _attention_cases(seed: int = 1409):
     ]
 
 
+@STEPS.add("test_causal_self_attention", "self_attn", _weights)
 def _self_attention_cases(seed: int = 1017):
     rng = np.random.default_rng(seed)
     name = "causal_self_attention"
@@ -180,6 +181,7 @@ def _self_attention_cases(seed: int = 1017):
     ]
 
 
+@STEPS.add("test_attention_entropy", "entropy", _entropy)
 def _entropy_cases(seed: int = 1948):
     rng = np.random.default_rng(seed)
     rows = np.exp(rng.normal(0, 2, (2, 4, 6)))
@@ -224,31 +226,13 @@ def _worked_cases():
 
 
 ASSIGNMENT = Assignment(
-    name=NAME,
-    notebook="scaled_dot_product_attention.ipynb",
-    reference={
-        "softmax": reference.softmax,
-        "attention_scores": reference.attention_scores,
-        "causal_mask": reference.causal_mask,
-        "scaled_dot_product_attention": reference.scaled_dot_product_attention,
-        "causal_self_attention": reference.causal_self_attention,
-        "attention_entropy": reference.attention_entropy,
-    },
-    steps=(
-        Step("test_softmax", "softmax", _softmax_cases, _softmax),
-        Step("test_attention_scores", "scores", _score_cases, _scaled),
-        Step("test_scaling", "scaling", _scaling_cases, _scaled),
-        Step("test_causal_mask", "mask", _mask_cases),
-        Step("test_scaled_dot_product_attention", "attention", _attention_cases, _weights),
-        Step("test_causal_self_attention", "self_attn", _self_attention_cases, _weights),
-        Step("test_attention_entropy", "entropy", _entropy_cases, _entropy),
-    ),
-    correct=CORRECT,
-    mistakes=MISTAKES,
+    name=NAME, notebook="scaled_dot_product_attention.ipynb", steps=tuple(STEPS), correct=CORRECT, mistakes=MISTAKES,
+    reference=functions(reference, "softmax attention_scores causal_mask scaled_dot_product_attention "
+                                   "causal_self_attention attention_entropy"),
     worked_cases=_worked_cases(),
     example_students={
-        "cai-einsum-and-1e9": Variant("correct, written differently: einsum, −1e9, ~triu",
-                                      {**CORRECT["einsum"].cells, **CORRECT["large_negative_fill"].cells}),
+        "cai-einsum-and-1e9": combined("correct, written differently: einsum, −1e9, ~triu",
+                                       CORRECT["einsum"], CORRECT["large_negative_fill"]),
         "dan-mask-flipped": MISTAKES["mask_flipped"],
         "eva-diagonal-blocked": MISTAKES["diagonal_blocked"],
         "fei-softmax-wrong-axis": MISTAKES["softmax_wrong_axis"],

@@ -15,7 +15,8 @@ import numpy as np
 
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a02_multi_head import reference as multi_head
-from autograder.grader.spec import Assignment, Case, Step, Variant
+from autograder.grader.diagnosis import scale_ratio
+from autograder.grader.spec import Assignment, Case, Steps, combined, functions
 from autograder.assignments.a02_multi_head.bank import CORRECT, MISTAKES
 
 NAME = "02_multi_head_attention"
@@ -23,15 +24,6 @@ PAIR = ("the output", "the weights")
 
 
 # ---- diagnoses: which property fails, when no known mistake matches --------------------------------
-
-def _scale_ratio(got, expected) -> float | None:
-    """The factor k with got ≈ k · expected, if the two differ only by a constant factor."""
-    norm = float(np.vdot(expected, expected))
-    if norm == 0.0 or not np.all(np.isfinite(got)):
-        return None
-    ratio = float(np.vdot(got, expected)) / norm
-    return ratio if np.allclose(got, ratio * expected, rtol=1e-4, atol=1e-9) else None
-
 
 def _row_sums(weights: np.ndarray) -> list[str]:
     if not np.all(np.isfinite(weights)):
@@ -60,7 +52,7 @@ def _diagnose_assignment_1(case, got, expected) -> list[str]:
     if case.function == "softmax" and isinstance(got, np.ndarray) and got.shape == expected.shape:
         return _row_sums(got)
     if case.function == "attention_entropy" and isinstance(got, np.ndarray) and got.shape == expected.shape:
-        ratio = _scale_ratio(got, expected)
+        ratio = scale_ratio(got, expected)
         if ratio is not None and not np.isclose(ratio, 1.0, rtol=1e-3):
             return [f"The entropies are {ratio:.4g} times the correct ones: entropy here is in nats (natural log)."]
         return []
@@ -157,6 +149,10 @@ def _causal(T: int) -> np.ndarray:
     return np.tril(np.ones((T, T), dtype=bool))
 
 
+STEPS = Steps()  # in notebook order: each builder of hidden cases says which step it grades
+
+
+@STEPS.add("test_from_assignment_1", "assignment_1", _diagnose_assignment_1)
 def _assignment_1_cases(seed: int = 2302):
     rng = np.random.default_rng(seed)
     raw = np.tril(rng.random((3, 5, 5)) + 0.05)
@@ -178,6 +174,7 @@ def _distinct_rows(rng, T, d_model) -> np.ndarray:
     return rng.permutation(T * d_model).reshape(T, d_model) / 10.0 - rng.normal(0, 0.01, (T, d_model))
 
 
+@STEPS.add("test_split_heads", "split", _diagnose_split)
 def _split_cases(seed: int = 3220):
     rng = np.random.default_rng(seed)
     return [
@@ -192,6 +189,7 @@ def _split_cases(seed: int = 3220):
     ]
 
 
+@STEPS.add("test_merge_heads", "merge", _diagnose_merge)
 def _merge_cases(seed: int = 2203):
     rng = np.random.default_rng(seed)
     return [
@@ -212,6 +210,7 @@ def _mha_inputs(rng, T: int, d_model: int):
     return x, W_q, W_k, W_v, W_o
 
 
+@STEPS.add("test_multi_head_attention", "multi_head", _diagnose_multi_head)
 def _multi_head_cases(seed: int = 1706_0322):
     rng = np.random.default_rng(seed)
     name = "multi_head_attention"
@@ -265,30 +264,12 @@ def _worked_cases():
 
 
 ASSIGNMENT = Assignment(
-    name=NAME,
-    notebook="multi_head_attention.ipynb",
-    reference={
-        "softmax": reference.softmax,
-        "scaled_dot_product_attention": reference.scaled_dot_product_attention,
-        "attention_entropy": reference.attention_entropy,
-        "split_heads": multi_head.split_heads,
-        "merge_heads": multi_head.merge_heads,
-        "multi_head_attention": multi_head.multi_head_attention,
-    },
-    steps=(
-        Step("test_from_assignment_1", "assignment_1", _assignment_1_cases, _diagnose_assignment_1),
-        Step("test_split_heads", "split", _split_cases, _diagnose_split),
-        Step("test_merge_heads", "merge", _merge_cases, _diagnose_merge),
-        Step("test_multi_head_attention", "multi_head", _multi_head_cases, _diagnose_multi_head),
-    ),
-    correct=CORRECT,
-    mistakes=MISTAKES,
+    name=NAME, notebook="multi_head_attention.ipynb", steps=tuple(STEPS), correct=CORRECT, mistakes=MISTAKES,
+    reference={**functions(reference, "softmax scaled_dot_product_attention attention_entropy"),
+               **functions(multi_head, "split_heads merge_heads multi_head_attention")},
     worked_cases=_worked_cases(),
-    example_students={
-        "mia-split-without-transpose": MISTAKES["split_without_transpose"],
-        "ned-forgot-W_o": MISTAKES["forgot_W_o"],
-        "ora-scales-by-d_model": MISTAKES["scale_by_d_model"],
-        "pat-loops-over-heads": Variant("correct, written differently: column slices, a loop over heads",
-                                        {**CORRECT["column_slices"].cells, **CORRECT["per_head_loop"].cells}),
-    },
+    example_students={"mia-split-without-transpose": MISTAKES["split_without_transpose"],
+                      "ned-forgot-W_o": MISTAKES["forgot_W_o"], "ora-scales-by-d_model": MISTAKES["scale_by_d_model"],
+                      "pat-loops-over-heads": combined("correct, written differently: column slices, a loop over heads",
+                                                       CORRECT["column_slices"], CORRECT["per_head_loop"])},
 )

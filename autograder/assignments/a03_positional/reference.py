@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from autograder.assignments.a01_attention.reference import scaled_dot_product_attention
-from autograder.assignments.validation import as_float_array, require_bool, require_positive_int, require_same
+from autograder.assignments.validation import as_float_array, projections, require_bool, require_positive_int, tokens
 
 BASE = 10000.0  # the wavelength scale of section 3.5: wavelengths run from 2π to 10000·2π positions
 
@@ -165,20 +165,8 @@ def offset_rotation(k, d_model):
 
 
 def _projections(x, W_q, W_k, W_v) -> tuple[np.ndarray, ...]:
-    x = as_float_array("x", x, min_ndim=2, expected="(T, d_model)")
-    if x.ndim != 2 or 0 in x.shape:
-        raise ValueError(f"x must have shape (T, d_model) with T >= 1 and d_model >= 1; received shape {x.shape}")
-    d_model = x.shape[1]
-    weights = []
-    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
-        W = as_float_array(name, W, min_ndim=2, expected=f"(d_model, d_head) = ({d_model}, d_head)")
-        if W.ndim != 2 or W.shape[0] != d_model or W.shape[1] == 0:
-            raise ValueError(f"{name} must have shape (d_model, d_head) with d_model={d_model} (from x) and "
-                             f"d_head >= 1; received shape {W.shape}")
-        weights.append(W)
-    require_same("W_q.shape[1]", weights[0].shape[1], "W_k.shape[1]", weights[1].shape[1], "d_head")
-    require_same("W_q.shape[1]", weights[0].shape[1], "W_v.shape[1]", weights[2].shape[1], "d_head")
-    return (x, *weights)
+    x = tokens("x", x)
+    return (x, *projections(x.shape[1], W_q, W_k, W_v))
 
 
 def self_attention(x, W_q, W_k, W_v):

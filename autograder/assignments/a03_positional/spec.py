@@ -14,7 +14,8 @@ import numpy as np
 
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a03_positional import reference as positional
-from autograder.grader.spec import Assignment, Case, Step
+from autograder.grader.diagnosis import scale_ratio
+from autograder.grader.spec import Assignment, Case, Steps, functions
 from autograder.assignments.a03_positional.bank import CORRECT, MISTAKES
 
 NAME = "03_positional_encoding"
@@ -27,15 +28,6 @@ PE_TOLERANCE = {"rtol": 1e-4, "atol": 1e-4}  # float32 angles t·ω at t ≈ 200
 def _same_shape(got, expected) -> bool:
     return isinstance(got, np.ndarray) and isinstance(expected, np.ndarray) and got.shape == expected.shape \
         and got.dtype.kind in "fiu" and bool(np.all(np.isfinite(got)))
-
-
-def _scale_ratio(got, expected) -> float | None:
-    """The factor c with got ≈ c · expected, if the two differ only by a constant factor."""
-    norm = float(np.vdot(expected, expected))
-    if norm == 0.0:
-        return None
-    ratio = float(np.vdot(got, expected)) / norm
-    return ratio if np.allclose(got, ratio * expected, rtol=1e-4, atol=1e-6) else None
 
 
 def _diagnose_encoding(case, got, expected) -> list[str]:
@@ -77,7 +69,7 @@ def _diagnose_offsets(case, got, expected) -> list[str]:
                 f"k = 0 … {expected.size - 1}; the result has {got.size} entries."]
     if not _same_shape(got, expected):
         return []
-    ratio = _scale_ratio(got, expected)
+    ratio = scale_ratio(got, expected, atol=1e-6)
     if ratio is not None:
         return [f"The values are {ratio:.4g} times the expected dot products."]
     if not np.isclose(got[0], pe[t] @ pe[t], rtol=1e-4):
@@ -168,6 +160,10 @@ def _diagnose_permutation(case, got, expected) -> list[str]:
 
 # ---- hidden cases, built in the grader from a seed (default: the one the course has always used) -----
 
+STEPS = Steps()  # in notebook order: each builder of hidden cases says which step it grades
+
+
+@STEPS.add("test_sinusoidal_positional_encoding", "encoding", _diagnose_encoding)
 def _encoding_cases(seed: int | None = None):
     # hand-chosen exact inputs (edge cases): the seed does not change them
     name, out = "sinusoidal_positional_encoding", ("the encodings",)
@@ -179,6 +175,7 @@ def _encoding_cases(seed: int | None = None):
     ]
 
 
+@STEPS.add("test_dot_product_by_offset", "offsets", _diagnose_offsets)
 def _offset_cases(seed: int = 3_0305):
     rng = np.random.default_rng(seed)
     name, out = "dot_product_by_offset", ("the dot products",)
@@ -192,6 +189,7 @@ def _offset_cases(seed: int = 3_0305):
     ]
 
 
+@STEPS.add("test_offset_rotation", "rotation", _diagnose_rotation)
 def _rotation_cases(seed: int | None = None):
     # hand-chosen exact inputs (edge cases): the seed does not change them
     name, out = "offset_rotation", ("R_k",)
@@ -203,6 +201,7 @@ def _rotation_cases(seed: int | None = None):
     ]
 
 
+@STEPS.add("test_from_assignment_1", "assignment_1", _diagnose_assignment_1)
 def _assignment_1_cases(seed: int = 3_0101):
     rng = np.random.default_rng(seed)
     causal = np.tril(np.ones((6, 6), dtype=bool))
@@ -230,6 +229,7 @@ def _attention_inputs(rng, T: int, d_model: int, d_head: int):
     return x, W_q, W_k, W_v
 
 
+@STEPS.add("test_self_attention", "self_attn", _diagnose_self_attention)
 def _self_attention_cases(seed: int = 3_0505):
     rng = np.random.default_rng(seed)
     return [
@@ -238,6 +238,7 @@ def _self_attention_cases(seed: int = 3_0505):
     ]
 
 
+@STEPS.add("test_add_positions", "positions", _diagnose_add_positions)
 def _add_positions_cases(seed: int = 3_0606):
     rng = np.random.default_rng(seed)
     out = ("x + PE",)
@@ -255,6 +256,7 @@ def _shuffle(rng, T: int) -> np.ndarray:
             return perm
 
 
+@STEPS.add("test_permutation_gap", "permutation", _diagnose_permutation)
 def _permutation_cases(seed: int = 3_0707):
     rng = np.random.default_rng(seed)
     small, large = _attention_inputs(rng, 7, 8, 4), _attention_inputs(rng, 10, 12, 6)
@@ -311,34 +313,13 @@ def _worked_cases():
 
 
 ASSIGNMENT = Assignment(
-    name=NAME,
-    notebook="positional_encoding.ipynb",
-    reference={
-        "sinusoidal_positional_encoding": positional.sinusoidal_positional_encoding,
-        "dot_product_by_offset": positional.dot_product_by_offset,
-        "offset_rotation": positional.offset_rotation,
-        "softmax": reference.softmax,
-        "scaled_dot_product_attention": reference.scaled_dot_product_attention,
-        "self_attention": positional.self_attention,
-        "add_positions": positional.add_positions,
-        "permutation_gap": positional.permutation_gap,
-    },
-    steps=(
-        Step("test_sinusoidal_positional_encoding", "encoding", _encoding_cases, _diagnose_encoding),
-        Step("test_dot_product_by_offset", "offsets", _offset_cases, _diagnose_offsets),
-        Step("test_offset_rotation", "rotation", _rotation_cases, _diagnose_rotation),
-        Step("test_from_assignment_1", "assignment_1", _assignment_1_cases, _diagnose_assignment_1),
-        Step("test_self_attention", "self_attn", _self_attention_cases, _diagnose_self_attention),
-        Step("test_add_positions", "positions", _add_positions_cases, _diagnose_add_positions),
-        Step("test_permutation_gap", "permutation", _permutation_cases, _diagnose_permutation),
-    ),
-    correct=CORRECT,
-    mistakes=MISTAKES,
+    name=NAME, notebook="positional_encoding.ipynb", steps=tuple(STEPS), correct=CORRECT, mistakes=MISTAKES,
+    reference={**functions(positional, "sinusoidal_positional_encoding dot_product_by_offset offset_rotation"),
+               **functions(reference, "softmax scaled_dot_product_attention"),
+               **functions(positional, "self_attention add_positions permutation_gap")},
     worked_cases=_worked_cases(),
-    example_students={
-        "quinn-sin-cos-swapped": MISTAKES["sin_cos_swapped"],
-        "rae-concatenated-halves": MISTAKES["concatenated_halves"],
-        "sam-rotation-transposed": MISTAKES["rotation_sine_sign_flipped"],
-        "tia-complex-exponentials": CORRECT["complex_exponentials"],
-    },
+    example_students={"quinn-sin-cos-swapped": MISTAKES["sin_cos_swapped"],
+                      "rae-concatenated-halves": MISTAKES["concatenated_halves"],
+                      "sam-rotation-transposed": MISTAKES["rotation_sine_sign_flipped"],
+                      "tia-complex-exponentials": CORRECT["complex_exponentials"]},
 )

@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.assignments.a01_attention.reference import attention_scores, causal_mask
-from autograder.assignments.validation import as_float_array, broadcast_mask, require_axis, require_positive_int, require_same
+from autograder.assignments.validation import (as_float_array, broadcast_mask, keys_and_values, require_axis,
+                                               require_batch_broadcast, require_positive_int)
 
 
 def _lengths(lengths, T: int) -> np.ndarray:
@@ -83,10 +84,8 @@ def causal_padding_mask(lengths, T):
 
     Parameters
     ----------
-    lengths : array_like of int, shape (B,)
-        Number of real tokens in each sequence, each in ``[0, T]``.
-    T : int
-        Padded length, ≥ 1.
+    lengths, T
+        As :func:`padding_mask`: real tokens in each sequence (B,), each in ``[0, T]``, and the padded length.
 
     Returns
     -------
@@ -180,14 +179,8 @@ def masked_attention(Q, K, V, mask):
         not broadcast, or ``mask`` is not boolean or does not broadcast to
         the scores' shape (..., T_q, T_k).
     """
-    K = as_float_array("K", K, min_ndim=2, expected="(..., T_k, d_k)")
-    V = as_float_array("V", V, min_ndim=2, expected="(..., T_k, d_v)")
-    require_same("K.shape[-2]", K.shape[-2], "V.shape[-2]", V.shape[-2], "T_k")
+    K, V = keys_and_values(K, V)
     scores = attention_scores(Q, K, scale=True)
-    try:
-        np.broadcast_shapes(scores.shape[:-2], V.shape[:-2])
-    except ValueError:
-        raise ValueError(f"the leading (batch) dimensions of V {V.shape[:-2]} must broadcast with those of the "
-                         f"scores {scores.shape[:-2]}; received V.shape={V.shape}") from None
+    require_batch_broadcast(scores, V)
     weights = masked_softmax(scores, broadcast_mask(mask, scores.shape))
     return weights @ V, weights

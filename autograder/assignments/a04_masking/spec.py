@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.assignments.a04_masking import reference as ref
-from autograder.grader.spec import Assignment, Case, Step, Variant
+from autograder.grader.spec import Assignment, Case, Steps, combined, functions
 from autograder.assignments.a04_masking.bank import CORRECT, MISTAKES
 
 NAME = "04_masks_and_stability"
@@ -132,6 +132,10 @@ def _attention(case: Case, got, expected) -> list[str]:
 
 # ---- hidden cases, built in the grader from a seed (default: the one the course has always used) -----
 
+STEPS = Steps()  # in notebook order: each builder of hidden cases says which step it grades
+
+
+@STEPS.add("test_padding_mask", "padding", _masks)
 def _padding_cases(seed: int | None = None):
     # hand-chosen exact inputs (edge cases): the seed does not change them
     name = "padding_mask"
@@ -145,6 +149,7 @@ def _padding_cases(seed: int | None = None):
     ]
 
 
+@STEPS.add("test_causal_padding_mask", "causal+pad", _masks)
 def _causal_padding_cases(seed: int | None = None):
     # hand-chosen exact inputs (edge cases): the seed does not change them
     name = "causal_padding_mask"
@@ -174,6 +179,7 @@ def _near_top(rng, mask, top, spread, dtype):
     return lowered.astype(dtype)
 
 
+@STEPS.add("test_masked_softmax", "masked_softmax", _softmax)
 def _softmax_cases(seed: int = 2404):
     rng = np.random.default_rng(seed)
     name = "masked_softmax"
@@ -216,6 +222,7 @@ def _softmax_cases(seed: int = 2404):
     ]
 
 
+@STEPS.add("test_masked_attention", "attention", _attention)
 def _attention_cases(seed: int = 1609):
     rng = np.random.default_rng(seed)
     name = "masked_attention"
@@ -268,28 +275,12 @@ def _worked_cases():
 
 
 ASSIGNMENT = Assignment(
-    name=NAME,
-    notebook="masks_and_stability.ipynb",
-    reference={
-        "padding_mask": ref.padding_mask,
-        "causal_padding_mask": ref.causal_padding_mask,
-        "masked_softmax": ref.masked_softmax,
-        "masked_attention": ref.masked_attention,
-    },
-    steps=(
-        Step("test_padding_mask", "padding", _padding_cases, _masks),
-        Step("test_causal_padding_mask", "causal+pad", _causal_padding_cases, _masks),
-        Step("test_masked_softmax", "masked_softmax", _softmax_cases, _softmax),
-        Step("test_masked_attention", "attention", _attention_cases, _attention),
-    ),
-    correct=CORRECT,
-    mistakes=MISTAKES,
+    name=NAME, notebook="masks_and_stability.ipynb", steps=tuple(STEPS), correct=CORRECT, mistakes=MISTAKES,
+    reference=functions(ref, "padding_mask causal_padding_mask masked_softmax masked_attention"),
     worked_cases=_worked_cases(),
     example_students={
-        "uma-1e9-fill": MISTAKES["fill_minus_1e9"],
-        "vic-padding-on-query-axis": MISTAKES["padding_on_query_axis"],
+        "uma-1e9-fill": MISTAKES["fill_minus_1e9"], "vic-padding-on-query-axis": MISTAKES["padding_on_query_axis"],
         "wes-transposed-cross-weights": MISTAKES["cross_weights_transposed"],
-        "xia-logsumexp-einsum": Variant("correct, written differently: log-sum-exp softmax, einsum, np.logical_and",
-                                        {**CORRECT["log_sum_exp"].cells, **CORRECT["einsum_and_logical_and"].cells}),
-    },
+        "xia-logsumexp-einsum": combined("correct, written differently: log-sum-exp softmax, einsum, np.logical_and",
+                                         CORRECT["log_sum_exp"], CORRECT["einsum_and_logical_and"])},
 )

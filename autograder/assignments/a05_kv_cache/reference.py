@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.assignments.a01_attention.reference import scaled_dot_product_attention
-from autograder.assignments.validation import as_float_array, require_bool, require_positive_int, require_same
+from autograder.assignments.validation import kv_caches, projections, require_bool, require_positive_int, tokens
 
 
 def causal_mask(T_q, T_k=None):
@@ -61,28 +61,6 @@ def causal_mask(T_q, T_k=None):
     return np.tril(np.ones((T_q, T_k), dtype=bool), k=T_k - T_q)
 
 
-def _projections(d_model: int, W_q, W_k, W_v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The three projections as float arrays of shape (d_model, d_head), checked against each other."""
-    checked = []
-    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
-        W = as_float_array(name, W, min_ndim=2, expected=f"(d_model, d_head) = ({d_model}, d_head)")
-        if W.ndim != 2 or W.shape[0] != d_model or W.shape[1] == 0:
-            raise ValueError(f"{name} must have shape (d_model, d_head) with d_model={d_model} (from x) and "
-                             f"d_head >= 1; received shape {W.shape}")
-        checked.append(W)
-    require_same("W_q.shape[1]", checked[0].shape[1], "W_k.shape[1]", checked[1].shape[1], "d_head")
-    require_same("W_q.shape[1]", checked[0].shape[1], "W_v.shape[1]", checked[2].shape[1], "d_head")
-    return tuple(checked)
-
-
-def _tokens(name: str, x) -> np.ndarray:
-    x = as_float_array(name, x, min_ndim=2, expected="(T, d_model)")
-    if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
-        raise ValueError(f"{name} must have shape (T, d_model) with T >= 1 and d_model >= 1; "
-                         f"received shape {x.shape}")
-    return x
-
-
 def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
     """Attend from new tokens over a key/value cache plus themselves, and return the grown cache.
 
@@ -115,20 +93,12 @@ def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
         not (d_model, d_head), the projections disagree on d_head, or a cache
         is not (T_past, d_head) or the two caches differ in T_past.
     """
-    x_new = _tokens("x_new", x_new)
-    W_q, W_k, W_v = _projections(x_new.shape[1], W_q, W_k, W_v)
-    d_head = W_k.shape[1]
-    caches = []
-    for name, cache in (("K_cache", K_cache), ("V_cache", V_cache)):
-        cache = as_float_array(name, cache, min_ndim=2, expected=f"(T_past, d_head) = (T_past, {d_head})")
-        if cache.ndim != 2 or cache.shape[1] != d_head:
-            raise ValueError(f"{name} must have shape (T_past, d_head) with d_head={d_head} (from W_k); "
-                             f"received shape {cache.shape}")
-        caches.append(cache)
-    require_same("K_cache.shape[0]", caches[0].shape[0], "V_cache.shape[0]", caches[1].shape[0], "T_past")
+    x_new = tokens("x_new", x_new)
+    W_q, W_k, W_v = projections(x_new.shape[1], W_q, W_k, W_v)
+    K_cache, V_cache = kv_caches(W_k.shape[1], K_cache, V_cache)
 
-    K = np.concatenate([caches[0], x_new @ W_k])
-    V = np.concatenate([caches[1], x_new @ W_v])
+    K = np.concatenate([K_cache, x_new @ W_k])
+    V = np.concatenate([V_cache, x_new @ W_v])
     out_new, _ = scaled_dot_product_attention(x_new @ W_q, K, V, mask=causal_mask(x_new.shape[0], K.shape[0]))
     return out_new, K, V
 
@@ -159,8 +129,8 @@ def decode_incrementally(x, W_q, W_k, W_v, chunk=1):
         If ``x`` or a projection has the wrong shape, or ``chunk`` is not an
         integer ≥ 1.
     """
-    x = _tokens("x", x)
-    W_q, W_k, W_v = _projections(x.shape[1], W_q, W_k, W_v)
+    x = tokens("x", x)
+    W_q, W_k, W_v = projections(x.shape[1], W_q, W_k, W_v)
     chunk = require_positive_int("chunk", chunk)
     K = V = np.zeros((0, W_k.shape[1]), dtype=np.result_type(x, W_k, W_v))
     outputs = []

@@ -17,7 +17,7 @@ import numpy as np
 
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a05_kv_cache import reference as kv
-from autograder.grader.spec import Assignment, Case, Step, Variant
+from autograder.grader.spec import Assignment, Case, Steps, Variant, combined, functions
 from autograder.assignments.a05_kv_cache.bank import CORRECT, MISTAKES
 
 NAME = "05_kv_cache"
@@ -162,6 +162,10 @@ def _weights(rng, d_model: int, d_head: int):
     return tuple(rng.normal(0, 1.5 / np.sqrt(d_model), (d_model, d_head)) for _ in range(3))
 
 
+STEPS = Steps()  # in notebook order: each builder of hidden cases says which step it grades
+
+
+@STEPS.add("test_from_assignment_1", "assignment_1", _diagnose_assignment_1)
 def _assignment_1_cases(seed: int = 5001):
     rng = np.random.default_rng(seed)
     bottom_right = np.tril(np.ones((3, 6), dtype=bool), k=3)
@@ -179,6 +183,7 @@ def _assignment_1_cases(seed: int = 5001):
     ]
 
 
+@STEPS.add("test_causal_mask", "mask", _diagnose_mask)
 def _mask_cases(seed: int | None = None):
     # hand-chosen exact inputs (edge cases): the seed does not change them
     return [
@@ -198,6 +203,7 @@ def _attend_case(rng, description: str, T_past: int, T_new: int, d_model: int, d
                 outputs=TRIPLE, **SAME)
 
 
+@STEPS.add("test_attend_with_cache", "attend", _diagnose_attend)
 def _attend_cases(seed: int = 5002):
     rng = np.random.default_rng(seed)
     return [
@@ -215,6 +221,7 @@ def _decode_case(rng, description: str, T: int, d_model: int, d_head: int, chunk
                 outputs=("the output",), **SAME)
 
 
+@STEPS.add("test_decode_incrementally", "decode", _diagnose_decode)
 def _decode_cases(seed: int = 5003):
     rng = np.random.default_rng(seed)
     return [
@@ -225,6 +232,7 @@ def _decode_cases(seed: int = 5003):
     ]
 
 
+@STEPS.add("test_attention_cost_per_token", "cost", _diagnose_cost)
 def _cost_cases(seed: int | None = None):
     # hand-chosen exact inputs (edge cases): the seed does not change them
     return [
@@ -287,40 +295,16 @@ def _worked_cases():
     )
 
 
-def _both(description: str, *variants: Variant) -> Variant:
-    """One example student who makes several known mistakes."""
-    cells, breaks = {}, frozenset()
-    for variant in variants:
-        cells.update(variant.cells)
-        breaks |= variant.breaks
-    return Variant(description, cells, breaks, " / ".join(v.hint for v in variants))
-
-
 ASSIGNMENT = Assignment(
-    name=NAME,
-    notebook="kv_cache.ipynb",
-    reference={
-        "softmax": reference.softmax,
-        "scaled_dot_product_attention": reference.scaled_dot_product_attention,
-        "causal_mask": kv.causal_mask,
-        "attend_with_cache": kv.attend_with_cache,
-        "decode_incrementally": _full_causal_attention,
-        "attention_cost_per_token": kv.attention_cost_per_token,
-    },
-    steps=(
-        Step("test_from_assignment_1", "assignment_1", _assignment_1_cases, _diagnose_assignment_1),
-        Step("test_causal_mask", "mask", _mask_cases, _diagnose_mask),
-        Step("test_attend_with_cache", "attend", _attend_cases, _diagnose_attend),
-        Step("test_decode_incrementally", "decode", _decode_cases, _diagnose_decode),
-        Step("test_attention_cost_per_token", "cost", _cost_cases, _diagnose_cost),
-    ),
-    correct=CORRECT,
-    mistakes=MISTAKES,
+    name=NAME, notebook="kv_cache.ipynb", steps=tuple(STEPS), correct=CORRECT, mistakes=MISTAKES,
+    reference={**functions(reference, "softmax scaled_dot_product_attention"),
+               **functions(kv, "causal_mask attend_with_cache"), "decode_incrementally": _full_causal_attention,
+               **functions(kv, "attention_cost_per_token")},
     worked_cases=_worked_cases(),
     example_students={
         "yan-top-left-mask": MISTAKES["mask_top_left"],
         "zoe-keys-prepended": MISTAKES["new_keys_prepended"],
-        "abe-no-chunk-mask-and-cost-without-attention": _both(
+        "abe-no-chunk-mask-and-cost-without-attention": combined(
             "no mask inside a chunk, and a cached cost without the attention",
             MISTAKES["no_mask_in_chunk"], MISTAKES["cached_cost_without_attention"]),
         "bea-vstack-and-loops": Variant(

@@ -354,7 +354,7 @@ def score_matrix_bytes(T_q, T_k, itemsize=8):
     Returns
     -------
     int
-        Bytes.
+        Bytes of the matrix.
 
     Raises
     ------

@@ -49,7 +49,8 @@ import numpy as np
 from autograder.assignments.a01_attention.reference import attention_scores, scaled_dot_product_attention, softmax
 from autograder.assignments.a05_kv_cache.reference import causal_mask
 from autograder.assignments.a02_multi_head.reference import merge_heads, split_heads
-from autograder.assignments.validation import as_float_array, broadcast_mask, require_bool, require_positive_int, require_same
+from autograder.assignments.validation import (as_float_array, broadcast_mask, kv_caches, require_bool,
+                                               require_positive_int, require_same)
 
 BASE = 10000.0  # θ_i = BASE^(−2i/d_head), as assignment 3's ω_i and the RoFormer paper
 
@@ -254,19 +255,11 @@ def rope_attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v, base=BASE):
         require_same(f"{name}.shape[0]", W.shape[0], "x_new.shape[1]", d_model, "d_model")
     require_same("W_q.shape[1]", W_q.shape[1], "W_k.shape[1]", W_k.shape[1], "d_head")
     require_same("W_q.shape[1]", W_q.shape[1], "W_v.shape[1]", W_v.shape[1], "d_head")
-    d_head = W_k.shape[1]
-    caches = []
-    for name, cache in (("K_cache", K_cache), ("V_cache", V_cache)):
-        cache = as_float_array(name, cache, min_ndim=2, expected=f"(T_past, d_head) = (T_past, {d_head})")
-        if cache.ndim != 2 or cache.shape[1] != d_head:
-            raise ValueError(f"{name} must have shape (T_past, d_head) with d_head={d_head} (from W_k); "
-                             f"received shape {cache.shape}")
-        caches.append(cache)
-    require_same("K_cache.shape[0]", caches[0].shape[0], "V_cache.shape[0]", caches[1].shape[0], "T_past")
-    T_past, T_new = caches[0].shape[0], x_new.shape[0]
+    K_cache, V_cache = kv_caches(W_k.shape[1], K_cache, V_cache)
+    T_past, T_new = K_cache.shape[0], x_new.shape[0]
     positions = np.arange(T_past, T_past + T_new)
-    K = np.concatenate([caches[0], apply_rope(x_new @ W_k, positions, base)])
-    V = np.concatenate([caches[1], x_new @ W_v])
+    K = np.concatenate([K_cache, apply_rope(x_new @ W_k, positions, base)])
+    V = np.concatenate([V_cache, x_new @ W_v])
     q = apply_rope(x_new @ W_q, positions, base)
     out_new, _ = scaled_dot_product_attention(q, K, V, mask=causal_mask(T_new, T_past + T_new))
     return out_new, K, V
@@ -482,7 +475,7 @@ def kv_cache_bytes(T, n_layers, n_kv_heads, d_head, bytes_per_value):
     Returns
     -------
     int
-        Bytes.
+        Bytes of the cache, keys and values of every layer.
 
     Raises
     ------
