@@ -8,13 +8,11 @@ import importlib
 import re
 
 from autograder import assignments
-from autograder.examples.example_class import students_of
 from autograder.nbgrader import notebook_cells
 from conftest import REPO
 
 ASSIGNMENTS = list(assignments.all_assignments().values())
 README = (REPO / "README.md").read_text()
-NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve".split()
 
 
 def function_table() -> dict[int, str]:
@@ -23,19 +21,23 @@ def function_table() -> dict[int, str]:
     return {int(number): row for number, row in re.findall(r"^\| (\d+) \| (.*) \|$", table, re.M)}
 
 
-def test_readme_function_table_lists_each_assignments_functions():
+def test_readme_function_table_names_only_functions_of_its_assignment():
+    """What the README's table says is right: each row's functions are its assignment's (from the spec).
+
+    Not the other way round: a new step or assignment is graded without a README edit (README, "Adding a step",
+    at most four hand-edited files), so a row may name an assignment's main functions only.
+    """
     rows = function_table()
-    assert sorted(rows) == list(range(1, len(ASSIGNMENTS) + 1)), "one row per assignment, in course order"
-    for number, assignment in enumerate(ASSIGNMENTS, start=1):
-        quoted = set(re.findall(r"`(\w+)", rows[number]))
+    assert rows and sorted(rows) == list(range(1, len(rows) + 1)), "rows numbered in course order"
+    for number, assignment in zip(sorted(rows), ASSIGNMENTS):
         called = set(re.findall(r"`(\w+)\(", rows[number]))
-        assert set(assignment.reference) <= quoted, f"README row {number} misses {set(assignment.reference) - quoted}"
+        assert called, f"README row {number} names no function"
         assert called <= set(assignment.reference), f"README row {number} names {called - set(assignment.reference)}"
 
 
-def test_readme_counts_the_example_class_from_the_specs():
-    submissions = sum(len(students_of(assignment)) for assignment in ASSIGNMENTS)
-    assert f"{submissions} example submissions of the {NUMBER_WORDS[len(ASSIGNMENTS)]} assignments" in README
+def test_readme_states_no_count_of_the_example_class_that_an_assignment_changes():
+    # the demo prints the count; the README must not hand-keep it (it went stale with every new assignment)
+    assert not re.search(r"\b\d+ example submissions\b", README)
 
 
 def test_each_autograder_cell_states_its_points():

@@ -59,6 +59,7 @@ def effective_keys(weights):
 
 CASES = '''
 
+@STEPS.add("test_effective_keys", "eff_keys")
 def _effective_keys_cases(seed: int = 2025):
     rng = np.random.default_rng(seed)
     rows = np.exp(rng.normal(0, 2, (2, 3, 5)))
@@ -106,13 +107,10 @@ def add_the_step(course: Path) -> list[str]:
     """The walkthrough's hand edits; returns the files edited (relative paths)."""
     # 1. reference.py: the function, reading like the math
     (course / FOLDER / "reference.py").write_text((course / FOLDER / "reference.py").read_text() + REFERENCE)
-    # 2. spec.py: the function's reference, its step (grade_id, title, hidden cases) and a worked case
+    # 2. spec.py: the function among the reference's, its step (a case builder marked with the step's grade_id and
+    #    title, after the entropy step's: steps are in notebook order) and a worked case
     spec = course / FOLDER / "spec.py"
-    _replace_once(spec, '"attention_entropy": reference.attention_entropy,\n',
-                  '"attention_entropy": reference.attention_entropy,\n        "effective_keys": reference.effective_keys,\n')
-    _replace_once(spec, 'Step("test_attention_entropy", "entropy", _entropy_cases, _entropy),\n',
-                  'Step("test_attention_entropy", "entropy", _entropy_cases, _entropy),\n'
-                  '        Step("test_effective_keys", "eff_keys", _effective_keys_cases),\n')
+    _replace_once(spec, "causal_self_attention attention_entropy", "causal_self_attention attention_entropy effective_keys")
     _replace_once(spec, "\n\n# ---- worked cases", CASES)
     text = spec.read_text()
     end = re.search(r'outputs=\("the entropies",\)\),\n(\s*)\)\n', text[text.index("def _worked_cases"):])
@@ -205,8 +203,9 @@ def test_adding_a_step_to_assignment_1_as_the_readme_says(tmp_path):
     assert all(score == points for g, (score, points) in wrong["scores"].items() if g != "test_effective_keys"), wrong
     assert "effective" in wrong["check"] or "expected" in wrong["check"], wrong["check"]
 
-    # the copy's own fast tests of notebooks and worked cases pass with the new step (metadata consistent, the
-    # self-checks know every course function, the stored worked cases current and right)
+    # the copy's own fast tests of notebooks, worked cases and course lists pass with the new step (metadata
+    # consistent, the self-checks know every course function, the stored worked cases current and right, the
+    # cell's stated points, the steps in notebook order)
     _run(course, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
-         "tests/test_notebooks.py", "tests/test_worked_cases.py")
+         "tests/test_notebooks.py", "tests/test_worked_cases.py", "tests/test_course_lists.py", "tests/test_spec_helpers.py")
 
