@@ -5,10 +5,15 @@ import math
 
 import numpy as np
 import pytest
+from matplotlib import colormaps
+from matplotlib.colors import LogNorm, Normalize
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 from PIL import Image
 
 from attention_lab.a01_attention import visual as ex
 from attention_lab.core import explorer as explorer_module
+from attention_lab.core import plots
 from autograder.assignments.a01_attention import reference as ref
 from notebook_harness import namespace_with
 
@@ -45,11 +50,13 @@ def check_matches_reference(explorer):
     s = explorer.settings
     w, H = expected(s.T, s.d_head, s.scale, s.causal, s.seed)
     np.testing.assert_allclose(explorer.view.weights, w, rtol=1e-12)
-    np.testing.assert_allclose(explorer.figure.image.get_array(), w, rtol=1e-12)
+    np.testing.assert_allclose(explorer.figure.image.get_array(), explorer.figure.colour_scale.values(w), rtol=1e-12)
     np.testing.assert_allclose(explorer.figure.entropy_line.get_ydata(), H, rtol=1e-12)
     ceiling = np.log(np.arange(s.T) + 1.0) if s.causal else np.full(s.T, math.log(s.T))
     np.testing.assert_allclose(explorer.figure.ceiling_line.get_ydata(), ceiling)
-    assert f"largest weight {w.max():.3f}" in explorer.summary.value
+    largest = (f"largest weight outside row 0 (always 1 under the causal mask) {w[1:].max():.3f}" if s.causal
+               else f"largest weight {w.max():.3f}")
+    assert largest in explorer.summary.value
     assert f"mean row entropy {H.mean():.2f} nats" in explorer.summary.value
     assert f"T = {s.T}, d_head = {s.d_head}" in explorer.summary.value
 
@@ -232,7 +239,9 @@ def test_axes_say_query_and_key_position_and_nats(explorer):
     assert (f.heat_ax.get_xlabel(), f.heat_ax.get_ylabel()) == ("key position", "query position")
     assert f.entropy_ax.get_xlabel() == "query position" and "nats" in f.entropy_ax.get_ylabel()
     assert "nats" in f.curve_ax.get_ylabel() and f.curve_ax.get_xscale() == "log"
-    assert f.image.get_clim() == (0.0, 1.0) and f.image.get_cmap().name == "viridis"
+    assert f.image.get_cmap().name == "viridis"
+    assert f.image.get_clim() == (1e-4, 1.0) and isinstance(f.image.norm, LogNorm)  # the default: logarithmic
+    assert f.colour_bar_ax.get_ylabel() == "attention weight (log scale, 10⁻⁴–1)"
 
 
 def learner(source, name):
@@ -302,3 +311,122 @@ def test_no_line_reaches_the_legends(explorer, T, causal):
         legend_bottom = ax.transData.inverted().transform(legend.get_window_extent().get_points())[0, 1]
         highest = max(np.nanmax(line.get_ydata()) for line in ax.get_lines() if len(line.get_ydata()))
         assert highest < legend_bottom, (T, causal, highest, legend_bottom)
+
+
+def lightness(rgb):
+    """CIELAB L* (0 black … 100 white) of sRGB colours with channels 0 … 255, shape (..., 3)."""
+    linear = np.asarray(rgb, dtype=float) / 255
+    linear = np.where(linear <= 0.04045, linear / 12.92, ((linear + 0.055) / 1.055) ** 2.4)
+    Y = linear @ np.array([0.2126, 0.7152, 0.0722])
+    return np.where(Y > (6 / 29) ** 3, 116 * np.cbrt(Y) - 16, Y * (29 / 3) ** 3)
+
+
+def triangle_lightness(explorer):
+    """Median L* of the drawn pixels of allowed cells (key ≤ query) and of blocked ones, away from the diagonal."""
+    img = pixels(explorer)
+    height, width = img.shape[:2]
+    left, bottom, w, h = ex.HEATMAP_RECT
+    xs = np.arange(int(left * width) + 2, int((left + w) * width) - 2)
+    ys = np.arange(int((1 - bottom - h) * height) + 2, int((1 - bottom) * height) - 2)
+    col = (xs + 0.5 - left * width) / (w * width)  # fraction of the key axis, 0 … 1
+    row = (ys + 0.5 - (1 - bottom - h) * height) / (h * height)
+    below = row[:, None] - col[None, :]  # > 0: below the diagonal, where keys are allowed
+    L = lightness(img[np.ix_(ys, xs)])
+    return np.median(L[below > 0.05]), np.median(L[below < -0.05])
+
+
+def test_default_colour_scale_keeps_the_causal_triangle_visible_at_T_512():
+    explorer = ex.AttentionExplorer(*FUNCTIONS, T=512, d_head=64, sync=True)
+    assert explorer.colour_dropdown.value == plots.DEFAULT_COLOUR_SCALE == "logarithmic"
+    allowed, blocked = triangle_lightness(explorer)
+    assert allowed - blocked > 15, (allowed, blocked)  # L* units: the triangle stands out clearly
+    explorer.colour_dropdown.value = "linear 0–1"  # what the default replaced: weights ≈ 1/T drawn almost black
+    allowed, blocked = triangle_lightness(explorer)
+    assert allowed - blocked < 3, (allowed, blocked)
+
+
+@pytest.mark.parametrize("name", list(plots.COLOUR_SCALES))
+def test_colour_scale_control_redraws_each_cell_and_the_colour_bar_names_the_scale(explorer, name):
+    explorer.colour_dropdown.value = name
+    scale = plots.COLOUR_SCALES[name]
+    assert explorer.figure.colour_bar_ax.get_ylabel() == scale.label
+    assert {"linear 0–1": "linear, 0–1", "row-normalised": "row's largest",
+            "logarithmic": "log scale"}[name] in scale.label
+    w, _ = expected(12, 16, True, True, 0)
+    drawn = w / w.max(axis=1, keepdims=True) if name == "row-normalised" else w
+    np.testing.assert_allclose(explorer.figure.image.get_array(), drawn, rtol=1e-12)
+    norm = LogNorm(1e-4, 1.0, clip=True) if name == "logarithmic" else Normalize(0.0, 1.0, clip=True)
+    for row, col in [(3, 1), (7, 2), (11, 10), (11, 0), (2, 9)]:
+        want = (np.array(colormaps["viridis"](norm(drawn[row, col]))[:3]) * 255).round()
+        assert np.abs(heatmap_pixel(explorer, row, col) - want).max() <= 2, (name, row, col)
+
+
+def test_unknown_colour_scale_is_refused():
+    with pytest.raises(ValueError, match="colour_scale must be one of .*'logarithmic'.*received 'log'"):
+        ex.AttentionExplorer(*FUNCTIONS, colour_scale="log", sync=True)
+    with pytest.raises(ValueError, match="colour_scale must be one of"):
+        plots.plot_attention_weights(np.eye(3), colour_scale="viridis")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_scaling_panel_shows_the_uniform_ceiling_in_nats(explorer, causal):
+    explorer.T_slider.value = 32
+    explorer.causal_box.value = causal
+    figure = explorer.figure
+    ceiling = np.mean(np.log(np.arange(1, 33))) if causal else math.log(32)
+    np.testing.assert_allclose(figure.curve_ceiling.get_ydata(), [ceiling, ceiling])
+    assert figure.curve_ceiling in figure.curve_ax.get_lines()
+    label = "mean ln(i+1)" if causal else "ln T"
+    assert figure.curve_ceiling_text.get_text() == f"uniform ceiling: {label} = {ceiling:.2f} nats"
+    assert figure.curve_ceiling_text.get_position()[1] == ceiling
+    # ÷d at d_head = 512 reaches it (uniform weights), the scaled curve stays below
+    curves = explorer._curves
+    assert curves["÷d"][-1] == pytest.approx(ceiling, abs=0.02)
+    assert curves["scaled (÷√d)"].max() < ceiling - 0.2
+
+
+def test_largest_weight_skips_row_0_under_the_causal_mask_and_says_so(explorer):
+    explorer.d_slider.value = 1  # little spread: no other row has weight near 1
+    w, _ = expected(12, 1, True, True, 0)
+    assert w[0, 0] == 1.0 and w[1:].max() < 0.99
+    assert (f"largest weight outside row 0 (always 1 under the causal mask) {w[1:].max():.3f}"
+            in explorer.summary.value)
+    explorer.causal_box.value = False
+    w, _ = expected(12, 1, True, False, 0)
+    assert f"largest weight {w.max():.3f} ·" in explorer.summary.value
+    assert "outside row 0" not in explorer.summary.value
+
+
+def static_entropy_figure():
+    """Assignment 1's static entropy picture (fact 3's cell), drawn with the reference functions."""
+    rng = np.random.default_rng(7)
+    T, d_head = 32, 256
+    Q, K, V = (rng.normal(size=(T, d_head)) for _ in range(3))
+    figure = Figure(figsize=(12, 3.4), layout="constrained")  # as plt.subplots(1, 3, ...) in the notebook
+    FigureCanvasAgg(figure)  # drawn as the inline backend draws it: the constrained layout runs
+    axes = figure.subplots(1, 3)
+    for ax, scale in zip(axes[:2], [True, False]):
+        _, w = ref.scaled_dot_product_attention(Q, K, V, mask=ref.causal_mask(T), scale=scale)
+        plots.plot_attention_weights(w, ax=ax, title=f"causal, d_head = {d_head}, scale={scale}")
+        plots.plot_row_entropy(ref.attention_entropy(w), causal=True, ax=axes[2], label=f"scale={scale}",
+                               show_ceiling=scale)
+    figure.canvas.draw()
+    return axes[2]
+
+
+def test_static_entropy_plot_legend_covers_no_curve():
+    ax = static_entropy_figure()
+    legend = ax.get_legend()
+    box = legend.get_window_extent()
+    assert [t.get_text() for t in legend.get_texts()] == ["uniform ceiling ln(i+1)", "scale=True", "scale=False"]
+    lines = ax.get_lines()
+    assert len(lines) == 3
+    for line in lines:
+        x, y = line.get_xdata(), line.get_ydata()
+        # every data point and 20 points along each segment between them, in display coordinates
+        t = np.linspace(0, 1, 21)[:, None]
+        xs, ys = (x[:-1] + t * np.diff(x)).ravel(), (y[:-1] + t * np.diff(y)).ravel()
+        points = ax.transData.transform(np.column_stack([xs, ys]))
+        inside = ((points[:, 0] >= box.x0) & (points[:, 0] <= box.x1) &
+                  (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1))
+        assert not inside.any(), (line.get_label(), points[inside][:3], box)

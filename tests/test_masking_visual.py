@@ -4,9 +4,12 @@ import io
 
 import numpy as np
 import pytest
+from matplotlib import colormaps
+from matplotlib.colors import LogNorm, Normalize
 from PIL import Image
 
 from attention_lab.a04_masking import visual as mx
+from attention_lab.core import plots
 from autograder.assignments.a04_masking import reference as ref
 
 FUNCTIONS = (ref.padding_mask, ref.causal_padding_mask, ref.masked_softmax)
@@ -55,8 +58,9 @@ def check_matches_reference(explorer):
     np.testing.assert_array_equal(view.weights, weights)
     assert view.weights.dtype == np.dtype(explorer.settings.dtype)
     for b in range(mx.B):
-        np.testing.assert_allclose(drawn(explorer, b), mx.colours(weights[b], mask[b]))
-        assert explorer.figure.heat_axes[b].get_title() == f"sequence {b + 1}: length {explorer.settings.lengths[b]}"
+        scale = plots.COLOUR_SCALES[explorer.settings.colour_scale]
+        np.testing.assert_allclose(drawn(explorer, b), mx.colours(weights[b], mask[b], scale))
+        assert explorer.figure.heat_axes[b].get_title() == f"sequence {b}: length {explorer.settings.lengths[b]}"
     largest = max(float(np.abs(scores.astype(float)).max()), 1.0)
     assert explorer.figure.logit_line.get_xdata()[0] == pytest.approx(largest)
 
@@ -224,3 +228,30 @@ def test_not_shown_under_nbgrader(monkeypatch, capsys):
     assert capsys.readouterr().out.strip() == "(the masking explorer is not shown while grading)"
     monkeypatch.delenv("NBGRADER_EXECUTION")
     assert isinstance(mx.explore_masking(*FUNCTIONS), mx.MaskingExplorer)
+
+
+def test_sequences_are_numbered_0_to_2_as_the_batch_rows_of_the_tables(explorer):
+    assert [s.description for s in explorer.length_sliders] == ["length 0", "length 1", "length 2"]
+    assert [s.value for s in explorer.length_sliders] == [8, 5, 0]
+    assert "sequence 0 (row 0 of the batch)" in explorer.length_sliders[0].tooltip
+    assert [ax.get_title() for ax in explorer.figure.heat_axes] == ["sequence 0: length 8", "sequence 1: length 5",
+                                                                    "sequence 2: length 0"]
+    explorer.length_sliders[2].value = 3  # slider "length 2" is batch row 2: its mask gets 3 real keys
+    assert explorer.view.mask[2, :, :3].any() and not explorer.view.mask[2, :, 3:].any()
+    assert explorer.figure.heat_axes[2].get_title() == "sequence 2: length 3"
+
+
+@pytest.mark.parametrize("name", list(plots.COLOUR_SCALES))
+def test_colour_scale_colours_allowed_cells_and_keeps_blocked_ones_grey(explorer, name):
+    explorer.colour_dropdown.value = name
+    check_matches_reference(explorer)
+    assert explorer.figure.colour_bar_ax.get_ylabel() == plots.COLOUR_SCALES[name].label
+    mask, _, weights = expected(explorer.settings)
+    values = weights[1] / weights[1].max(axis=-1, keepdims=True) if name == "row-normalised" else weights[1]
+    norm = LogNorm(1e-4, 1.0, clip=True) if name == "logarithmic" else Normalize(0.0, 1.0, clip=True)
+    for row, col in [(7, 0), (4, 4), (6, 2), (3, 1)]:  # allowed keys of sequence 1 (length 5)
+        assert mask[1, row, col]
+        want = rgb(colormaps[mx.COLORMAP](norm(values[row, col])))
+        assert np.abs(pixel(explorer, 1, row, col) - want).max() <= 2, (name, row, col)
+    for row, col in [(2, 6), (7, 5), (0, 3)]:  # padding and future keys: grey whatever the scale
+        assert np.abs(pixel(explorer, 1, row, col) - rgb(mx.BLOCKED)).max() <= 2

@@ -5,9 +5,11 @@ import math
 
 import numpy as np
 import pytest
+from matplotlib.colors import LogNorm, Normalize
 from PIL import Image
 
 from attention_lab.core import explorer as explorer_module
+from attention_lab.core import plots
 from attention_lab.a02_multi_head import visual as mh
 from autograder.assignments.a01_attention import reference as ref
 from autograder.assignments.a02_multi_head.reference import multi_head_attention
@@ -60,9 +62,10 @@ def check_matches_reference(explorer):
     np.testing.assert_allclose(explorer.view.weights, weights, rtol=1e-12)
     np.testing.assert_allclose(explorer.view.entropy, entropy, rtol=1e-12)
     figure = explorer.figure
-    np.testing.assert_allclose(figure.head_image.get_array(), weights[s.head], rtol=1e-12)
+    drawn = figure.colour_scale.values(weights)
+    np.testing.assert_allclose(figure.head_image.get_array(), drawn[s.head], rtol=1e-12)
     drawn_mosaic = np.ma.filled(figure.mosaic_image.get_array().astype(float), np.nan)
-    np.testing.assert_allclose(drawn_mosaic, mh.mosaic(weights), rtol=1e-12)
+    np.testing.assert_allclose(drawn_mosaic, mh.mosaic(drawn), rtol=1e-12)
     assert [bar.get_height() for bar in figure.bars] == pytest.approx(entropy.tolist(), rel=1e-12)
     assert [bar.get_x() + bar.get_width() / 2 for bar in figure.bars] == pytest.approx(list(range(s.n_heads)))
     highlighted = [i for i, bar in enumerate(figure.bars) if bar.get_facecolor()[:3] == pytest.approx(
@@ -73,7 +76,9 @@ def check_matches_reference(explorer):
     assert f"{s.n_heads} head{'s' if s.n_heads > 1 else ''} of d_head = {64 // s.n_heads}" in explorer.summary.value
     assert f"head {s.head} has mean row entropy {entropy[s.head]:.2f} nats (uniform ceiling {top:.2f})" \
         in explorer.summary.value
-    assert f"largest weight {weights[s.head].max():.3f}" in explorer.summary.value
+    largest = (f"largest weight outside row 0 (always 1 under the causal mask) {weights[s.head][1:].max():.3f}"
+               if s.causal else f"largest weight {weights[s.head].max():.3f}")
+    assert largest in explorer.summary.value
 
 
 @pytest.mark.parametrize("control, value", [("T_slider", 40), ("T_slider", 2), ("heads_slider", 16),
@@ -317,4 +322,35 @@ def test_axes_say_query_and_key_position_and_nats(explorer):
     assert figure.entropy_ax.get_ylabel() == "mean row entropy (nats)" and figure.entropy_ax.get_xlabel() == "head"
     assert figure.head_title.get_text() == "head 1 of 4 (d_head = 16)"
     image = figure.head_image
-    assert image.get_cmap().name == mh.COLORMAP and image.get_clim() == (0.0, 1.0)
+    assert image.get_cmap().name == mh.COLORMAP and image.get_clim() == (1e-4, 1.0)  # logarithmic by default
+    assert figure.colour_bar_ax.get_ylabel() == "attention weight (log scale, 10⁻⁴–1)"
+
+
+@pytest.mark.parametrize("name", list(plots.COLOUR_SCALES))
+def test_colour_scale_applies_to_the_head_and_each_tile_of_the_mosaic(explorer, name):
+    explorer.colour_dropdown.value = name
+    check_matches_reference(explorer)
+    figure = explorer.figure
+    assert figure.colour_bar_ax.get_ylabel() == plots.COLOUR_SCALES[name].label
+    weights, _ = expected(12, 4, True, 0)
+    drawn = weights / weights.max(axis=-1, keepdims=True) if name == "row-normalised" else weights
+    tiles = np.ma.filled(figure.mosaic_image.get_array().astype(float), np.nan)
+    for head in range(4):  # row-normalised per head: every row of every tile reaches 1
+        top, left = mh.tile_origin(head, 4, 12)
+        np.testing.assert_allclose(tiles[top:top + 12, left:left + 12], drawn[head], rtol=1e-12)
+    norm = LogNorm(1e-4, 1.0, clip=True) if name == "logarithmic" else Normalize(0.0, 1.0, clip=True)
+    img = pixels(explorer)
+    height, width = img.shape[:2]
+    left, bottom, w, h = mh.HEAD_RECT
+    for row, col in [(2, 1), (6, 3), (11, 11), (11, 5), (1, 8)]:
+        x, y = (left + w * (col + 0.5) / 12) * width, (1 - bottom - h + h * (row + 0.5) / 12) * height
+        want = (np.array(mh.colormaps[mh.COLORMAP](norm(drawn[1, row, col]))[:3]) * 255).round()
+        assert np.abs(img[int(y), int(x)] - want).max() <= 2, (name, row, col)
+
+
+def test_largest_weight_skips_row_0_under_the_causal_mask():
+    weights, _ = expected(12, 4, True, 0)
+    explorer = mh.MultiHeadExplorer(*FUNCTIONS, T=12, n_heads=4, head=1, sync=True)
+    assert weights[1, 0, 0] == 1.0 and weights[1, 1:].max() < 0.999
+    assert (f"and largest weight outside row 0 (always 1 under the causal mask) {weights[1, 1:].max():.3f}"
+            in explorer.summary.value)

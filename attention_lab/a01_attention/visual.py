@@ -4,13 +4,19 @@
 shows, for random queries and keys q, k ~ N(0, I):
 
 * the attention weights as a heatmap (rows = query position, columns = key
-  position, fixed colour range 0…1, colour-blind-safe ``viridis``);
+  position, colour-blind-safe ``viridis``) on the chosen colour scale:
+  logarithmic from 10⁻⁴ to 1 by default, so that at T = 512, where every
+  allowed weight is about 1/T, the causal triangle stays visible; linear 0…1;
+  or each row divided by its largest weight;
 * the entropy of each query row against its position, with the ceiling
   ln(i + 1) for causal rows and ln T otherwise;
 * the mean row entropy against d_head for scaled (÷√d), unscaled and ÷d
-  attention on a log axis, with the current d_head marked;
-* one line of text with the largest weight, the mean entropy in nats and
-  whether every weight above the diagonal is zero.
+  attention on a log axis, with the current d_head marked and the uniform
+  ceiling those means can reach (ln T, or under the causal mask the mean of
+  ln(i + 1) over the rows used) as a labelled horizontal line;
+* one line of text with the largest weight (outside row 0 under the causal
+  mask: row 0 has one allowed key, so its weight is always 1), the mean
+  entropy in nats and whether every weight above the diagonal is zero.
 
 It runs on whatever functions it is given — the learner's own in an
 assignment, the reference in the self-study notebooks — and looks each one up
@@ -32,13 +38,12 @@ from dataclasses import dataclass
 
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.cm import ScalarMappable
-from matplotlib.colors import Normalize
 from matplotlib.ticker import MaxNLocator
 
 from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
-                                         control, function_name, latest, unless_grading)
-from attention_lab.core.plots import COLORMAP
+                                         colour_scale_control, control, function_name, largest_weight_text, latest,
+                                         unless_grading)
+from attention_lab.core.plots import COLORMAP, DEFAULT_COLOUR_SCALE, colour_scale_named
 
 T_MAX = 512
 D_HEAD_OPTIONS = (1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512)  # ≈ 2^(k/2)
@@ -62,6 +67,7 @@ class Settings:
     scale: bool
     causal: bool
     seed: int
+    colour_scale: str = DEFAULT_COLOUR_SCALE  # one of core.plots.COLOUR_SCALES
 
 
 @dataclass
@@ -151,13 +157,70 @@ def compute_view(attention_fn, mask_fn, entropy_fn, settings: Settings, inputs) 
     ceiling = np.log(positions + 1.0) if settings.causal else np.full(T, math.log(T))
     leaks = int(np.count_nonzero(np.triu(weights, 1)))
     summary = (f"T = {T}, d_head = {d}, {'scaled by √d_head' if settings.scale else 'unscaled'}, "
-               f"{'causal mask' if settings.causal else 'no mask'}: "
-               f"largest weight {weights.max():.3f} · mean row entropy {entropy.mean():.2f} nats "
+               f"{'causal mask' if settings.causal else 'no mask'}: {largest_weight_text(weights, settings.causal)}"
+               f" · mean row entropy {entropy.mean():.2f} nats "
                f"(uniform ceiling {ceiling.mean():.2f}) · "
                + ("every weight above the diagonal is zero" if leaks == 0
                   else f"{leaks} weight{'s' if leaks != 1 else ''} above the diagonal "
                        f"{'are' if leaks != 1 else 'is'} not zero"))
     return View(weights, entropy, ceiling, summary)
+
+
+def curve_rows(T: int) -> np.ndarray:
+    """The query rows of the entropy-vs-d_head curves: up to :data:`CURVE_QUERIES` evenly spaced rows of 0 … T − 1.
+
+    Parameters
+    ----------
+    T : int
+        Sequence length, ≥ 1.
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (min(T, CURVE_QUERIES),)
+        Increasing row indices, first 0 and last T − 1.
+    """
+    return np.unique(np.linspace(0, T - 1, min(T, CURVE_QUERIES)).round().astype(int))
+
+
+def curve_ceiling(T: int, causal: bool) -> float:
+    """The uniform ceiling of the entropy-vs-d_head curves, in nats: the largest mean row entropy they can reach.
+
+    Without a mask every row may spread over T keys: ln T. Under the causal mask row i spreads over at most
+    i + 1 keys, so the ceiling is the mean of ln(i + 1) over :func:`curve_rows`. A curve at the ceiling means
+    uniform weights: attention that ignores the scores (the ÷d curve at large d_head).
+
+    Parameters
+    ----------
+    T : int
+        Sequence length, ≥ 1.
+    causal : bool
+        Whether the causal mask is applied.
+
+    Returns
+    -------
+    float
+        Nats.
+    """
+    return float(np.mean(np.log(curve_rows(T) + 1.0))) if causal else math.log(T)
+
+
+def curve_ceiling_label(T: int, causal: bool) -> str:
+    """The label of the scaling panel's ceiling line: which ceiling and its value in nats.
+
+    Parameters
+    ----------
+    T : int
+    causal : bool
+
+    Returns
+    -------
+    str
+        ``"uniform ceiling: ln T = 3.47 nats"``, or under the causal mask
+        ``"uniform ceiling: mean ln(i+1) = 2.63 nats"`` (:func:`curve_ceiling`).
+    """
+    value = curve_ceiling(T, causal)
+    return (f"uniform ceiling: mean ln(i+1) = {value:.2f} nats" if causal else
+            f"uniform ceiling: ln T = {value:.2f} nats")
 
 
 def entropy_curves(attention_fn, mask_fn, entropy_fn, T: int, causal: bool, inputs) -> dict[str, np.ndarray]:
@@ -171,7 +234,7 @@ def entropy_curves(attention_fn, mask_fn, entropy_fn, T: int, causal: bool, inpu
     dict
         ``"scaled (÷√d)"``, ``"unscaled"``, ``"÷d"`` → array of shape (len(CURVE_D_HEADS),).
     """
-    rows = np.unique(np.linspace(0, T - 1, min(T, CURVE_QUERIES)).round().astype(int))
+    rows = curve_rows(T)
     mask = _mask(mask_fn, T, causal)
     mask = None if mask is None else mask[rows]
     curves = {"scaled (÷√d)": [], "unscaled": [], "÷d": []}
@@ -192,15 +255,13 @@ class AttentionFigure(ExplorerFigure):
 
     def __init__(self):
         super().__init__(FIGURE_SIZE)
-        cmap = colormaps[COLORMAP]
         self.heat_ax = self.figure.add_axes(HEATMAP_RECT)
-        self.image = self.heat_ax.imshow(np.zeros((2, 2)), cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest",
+        self.image = self.heat_ax.imshow(np.zeros((2, 2)), cmap=colormaps[COLORMAP], interpolation="nearest",
                                          aspect="auto", animated=True)
         self.heat_ax.set_xlabel("key position")
         self.heat_ax.set_ylabel("query position")
         self.heat_ax.set_title("attention weights", fontsize=10)
-        colorbar_ax = self.figure.add_axes(COLORBAR_RECT)
-        self.figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), cmap), cax=colorbar_ax, label="attention weight")
+        self.add_weight_colour_bar(COLORBAR_RECT)
 
         self.entropy_ax = self.figure.add_axes(ENTROPY_RECT)
         (self.ceiling_line,) = self.entropy_ax.plot([], [], "--", color="0.35", animated=True,
@@ -220,6 +281,12 @@ class AttentionFigure(ExplorerFigure):
                                                      animated=True, label=name)[0]
                             for name, (color, ls) in styles.items()}
         (self.marker,) = self.curve_ax.plot([], [], color="0.2", lw=1, animated=True)  # the current d_head
+        # The ceiling the mean entropies can reach: the ÷d curve climbing to it means uniform weights.
+        self.curve_ceiling = self.curve_ax.axhline(math.log(2), color="0.35", lw=1, linestyle="--",
+                                                   animated=True)
+        self.curve_ceiling_text = self.curve_ax.text(0.02, 0.0, "", transform=self.curve_ax.get_yaxis_transform(),
+                                                     ha="left", va="bottom", fontsize="small", color="0.25",
+                                                     animated=True)
         self.curve_ax.set_xscale("log", base=2)
         self.curve_ax.set_xlim(D_HEAD_OPTIONS[0] * 0.9, D_HEAD_OPTIONS[-1] * 1.1)
         self.curve_ax.set_xlabel("d_head (log scale)")
@@ -230,10 +297,11 @@ class AttentionFigure(ExplorerFigure):
         for axis in (self.heat_ax.xaxis, self.heat_ax.yaxis, self.entropy_ax.xaxis):
             axis.set_major_locator(MaxNLocator(integer=True, nbins="auto"))
         self.animated = [self.image, self.ceiling_line, self.entropy_line,
-                         *self.curve_lines.values(), self.marker]
+                         *self.curve_lines.values(), self.marker, self.curve_ceiling, self.curve_ceiling_text]
 
-    def layout(self, T: int) -> None:
-        """Set the T-dependent limits, draw the static parts and cache them as the background."""
+    def layout(self, T: int, colour_scale: str = DEFAULT_COLOUR_SCALE) -> None:
+        """Set the T-dependent limits and the colour scale, draw the static parts and cache them as the background."""
+        self.show_colour_scale(colour_scale_named(colour_scale), [self.image])
         top = math.log(T) * 1.3 + 0.15  # the band above ln T holds the legends
         self.image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
         self.heat_ax.set_xlim(-0.5, T - 0.5)
@@ -241,19 +309,19 @@ class AttentionFigure(ExplorerFigure):
         self.entropy_ax.set_xlim(0, max(T - 1, 1))
         self.entropy_ax.set_ylim(0, top)
         self.curve_ax.set_ylim(0, top)
-        self.cache_background(T)
+        self.cache_background((T, colour_scale))
 
     def render(self, settings: Settings, view: View | None, curves: dict[str, np.ndarray] | None) -> bytes:
         """Draw one view onto the cached background and return the figure as PNG bytes."""
-        if self.layout_key != settings.T:
-            self.layout(settings.T)
+        if self.layout_key != (settings.T, settings.colour_scale):
+            self.layout(settings.T, settings.colour_scale)
         positions = np.arange(settings.T)
         if view is None:  # an error: blank panels, the message is shown as text
             self.image.set_data(np.full((settings.T, settings.T), np.nan))
             self.entropy_line.set_data([], [])
             self.ceiling_line.set_data([], [])
         else:
-            self.image.set_data(view.weights)
+            self.image.set_data(self.colour_scale.values(view.weights))
             self.entropy_line.set_data(positions, view.entropy)
             self.ceiling_line.set_data(positions, view.ceiling)
         for name, line in self.curve_lines.items():
@@ -262,6 +330,10 @@ class AttentionFigure(ExplorerFigure):
             else:
                 line.set_data([], [])
         self.marker.set_data([settings.d_head, settings.d_head], [0.0, math.log(settings.T)])
+        ceiling = curve_ceiling(settings.T, settings.causal)
+        self.curve_ceiling.set_ydata([ceiling, ceiling])
+        self.curve_ceiling_text.set_y(ceiling)
+        self.curve_ceiling_text.set_text(curve_ceiling_label(settings.T, settings.causal))
         return self.blit(self.animated)
 
 
@@ -281,21 +353,25 @@ class AttentionExplorer(Explorer):
     scale, causal : bool
     seed : int
         Initial seed of the random Q, K and V.
+    colour_scale : str
+        Initial colour scale of the heatmap, one of :data:`~attention_lab.core.plots.COLOUR_SCALES`
+        (default "logarithmic": the causal triangle stays visible at T = 512).
     sync : bool
         True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
 
     Raises
     ------
     ValueError
-        If T is outside [2, 512], or d_head is not one of :data:`D_HEAD_OPTIONS`.
+        If T is outside [2, 512], d_head is not one of :data:`D_HEAD_OPTIONS`, or the colour scale is unknown.
     """
 
     def __init__(self, attention_fn, mask_fn, entropy_fn, *, T=16, d_head=64, scale=True, causal=True, seed=0,
-                 sync=False):
+                 colour_scale=DEFAULT_COLOUR_SCALE, sync=False):
         import ipywidgets as widgets
 
         check_settings(T=(T, 2 <= T <= T_MAX, f"between 2 and {T_MAX}"),
                        d_head=(d_head, d_head in D_HEAD_OPTIONS, f"one of {D_HEAD_OPTIONS}"))
+        self.colour_dropdown = colour_scale_control(colour_scale)
         super().__init__(AttentionFigure(), sync=sync)
         self.functions = (attention_fn, mask_fn, entropy_fn)
         self.T_slider = control(widgets.IntSlider, "T", T, "sequence length: number of query and key positions",
@@ -309,13 +385,13 @@ class AttentionExplorer(Explorer):
             seed, "random seed for the queries, keys and values", "resample", "draw new random Q, K, V (next seed)")
         self._curve_key, self._curves = None, None
         self.start([[self.T_slider, self.d_slider, self.scale_box],
-                    [self.causal_box, self.seed_slider, self.resample]])
+                    [self.causal_box, self.seed_slider, self.resample, self.colour_dropdown]])
 
     @property
     def settings(self) -> Settings:
         """The controls' current values."""
         return Settings(self.T_slider.value, self.d_slider.value, self.scale_box.value, self.causal_box.value,
-                        self.seed_slider.value)
+                        self.seed_slider.value, self.colour_dropdown.value)
 
     def draw_inputs(self, seed: int):
         """Q, K, V for ``seed`` (:func:`draw_inputs`)."""

@@ -7,10 +7,13 @@ multi-head attention on random tokens x (T, d_model) with random projections,
 * every head's weights as a small heatmap, tiled in one mosaic (head 0 top
   left, row by row), the selected head framed;
 * the selected head's weights large, rows = query position, columns = key
-  position, on the fixed 0…1 colour range of ``viridis``;
+  position, on ``viridis`` in the chosen colour scale (logarithmic 10⁻⁴…1 by
+  default, linear 0…1, or each row divided by its largest weight), which the
+  mosaic shares;
 * each head's mean row entropy in nats as a bar, against the uniform ceiling
   (the mean of ln(i + 1) over causal rows, ln T without a mask);
-* one line of text: d_head, the selected head's entropy and largest weight,
+* one line of text: d_head, the selected head's entropy and largest weight
+  (outside row 0 under the causal mask, where row 0's weight is always 1),
   the most and least focused heads, and whether any head puts weight on a
   future key.
 
@@ -39,14 +42,13 @@ from typing import Callable
 
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.cm import ScalarMappable
-from matplotlib.colors import Normalize
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual as _call,
-                                         check_settings, control, function_name as _name, unless_grading)
-from attention_lab.core.plots import COLORMAP
+                                         check_settings, colour_scale_control, control, function_name as _name,
+                                         largest_weight_text, unless_grading)
+from attention_lab.core.plots import COLORMAP, DEFAULT_COLOUR_SCALE, colour_scale_named
 
 D_MODEL = 64
 N_HEADS_OPTIONS = (1, 2, 4, 8, 16)  # the divisors of D_MODEL that leave d_head ≥ 4
@@ -73,6 +75,7 @@ class Settings:
     head: int
     causal: bool
     seed: int
+    colour_scale: str = DEFAULT_COLOUR_SCALE  # one of core.plots.COLOUR_SCALES
 
     @property
     def d_head(self) -> int:
@@ -259,7 +262,8 @@ def compute_view(attention_fn, entropy_fn, settings: Settings, inputs) -> View:
     heads_word = "head" if settings.n_heads == 1 else "heads"
     parts = [f"{settings.n_heads} {heads_word} of d_head = {settings.d_head} (d_model = {D_MODEL}), T = {settings.T}, "
              f"{'causal mask' if settings.causal else 'no mask'}: head {head} has mean row entropy "
-             f"{entropy[head]:.2f} nats (uniform ceiling {top:.2f}) and largest weight {weights[head].max():.3f}"]
+             f"{entropy[head]:.2f} nats (uniform ceiling {top:.2f}) and "
+             f"{largest_weight_text(weights[head], settings.causal)}"]
     if settings.n_heads > 1:
         parts.append(f"most focused: head {int(np.argmin(entropy))} ({entropy.min():.2f} nats), most spread: head "
                      f"{int(np.argmax(entropy))} ({entropy.max():.2f} nats)")
@@ -280,8 +284,8 @@ class MultiHeadFigure(ExplorerFigure):
         super().__init__(FIGURE_SIZE)
         cmap = colormaps[COLORMAP].with_extremes(bad="white")  # the gaps between tiles are NaN
         self.mosaic_ax = self.figure.add_axes(MOSAIC_RECT)
-        self.mosaic_image = self.mosaic_ax.imshow(np.zeros((2, 2)), cmap=cmap, vmin=0.0, vmax=1.0,
-                                                  interpolation="nearest", aspect="equal", animated=True)
+        self.mosaic_image = self.mosaic_ax.imshow(np.zeros((2, 2)), cmap=cmap, interpolation="nearest",
+                                                  aspect="equal", animated=True)
         self.mosaic_ax.set_xticks([])
         self.mosaic_ax.set_yticks([])
         self.mosaic_ax.set_xlabel("key position (in each tile)", labelpad=8)
@@ -293,16 +297,14 @@ class MultiHeadFigure(ExplorerFigure):
         self.mosaic_ax.add_patch(self.frame)
 
         self.head_ax = self.figure.add_axes(HEAD_RECT)
-        self.head_image = self.head_ax.imshow(np.zeros((2, 2)), cmap=cmap, vmin=0.0, vmax=1.0,
-                                              interpolation="nearest", aspect="auto", animated=True)
+        self.head_image = self.head_ax.imshow(np.zeros((2, 2)), cmap=cmap, interpolation="nearest", aspect="auto",
+                                              animated=True)
         self.head_ax.set_xlabel("key position")
         self.head_ax.set_ylabel("query position")
         self.head_title = self.head_ax.set_title("", fontsize=10, animated=True)
         for axis in (self.head_ax.xaxis, self.head_ax.yaxis):
             axis.set_major_locator(MaxNLocator(integer=True, nbins="auto"))
-        colorbar_ax = self.figure.add_axes(COLORBAR_RECT)
-        self.figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), colormaps[COLORMAP]), cax=colorbar_ax,
-                             label="attention weight")
+        self.add_weight_colour_bar(COLORBAR_RECT)
 
         self.entropy_ax = self.figure.add_axes(ENTROPY_RECT)
         self.entropy_ax.set_xlabel("head")
@@ -312,8 +314,9 @@ class MultiHeadFigure(ExplorerFigure):
                                                     label="uniform ceiling")
         self.bars: list[Rectangle] = []
 
-    def layout(self, T: int, n_heads: int) -> None:
-        """Set the (T, n_heads)-dependent parts, draw the static figure and cache it as the background."""
+    def layout(self, T: int, n_heads: int, colour_scale: str = DEFAULT_COLOUR_SCALE) -> None:
+        """Set the (T, n_heads)-dependent parts and the colour scale, draw the static figure and cache it."""
+        self.show_colour_scale(colour_scale_named(colour_scale), [self.mosaic_image, self.head_image])
         rows, columns = grid_shape(n_heads)
         height = rows * (T + gap(T)) - gap(T)
         width = columns * (T + gap(T)) - gap(T)
@@ -340,7 +343,7 @@ class MultiHeadFigure(ExplorerFigure):
                                             Rectangle((0, 0), 1, 1, color=HIGHLIGHT)],
                                    labels=["uniform ceiling", "head", "selected"], loc="upper center",
                                    ncol=3, fontsize="small", columnspacing=0.8, handlelength=1.5)
-        self.cache_background((T, n_heads))
+        self.cache_background((T, n_heads, colour_scale))
 
     @property
     def animated(self) -> list:
@@ -350,8 +353,8 @@ class MultiHeadFigure(ExplorerFigure):
     def render(self, settings: Settings, view: View | None) -> bytes:
         """Draw one view onto the cached background and return the figure as PNG bytes."""
         T, n_heads = settings.T, settings.n_heads
-        if self.layout_key != (T, n_heads):
-            self.layout(T, n_heads)
+        if self.layout_key != (T, n_heads, settings.colour_scale):
+            self.layout(T, n_heads, settings.colour_scale)
         top, left = tile_origin(settings.head, n_heads, T)
         margin = gap(T) / 2  # the frame runs through the middle of the gap, so it hides no weight
         self.frame.set_xy((left - 0.5 - margin, top - 0.5 - margin))
@@ -366,8 +369,9 @@ class MultiHeadFigure(ExplorerFigure):
             for bar in self.bars:
                 bar.set_height(0.0)
         else:
-            self.mosaic_image.set_data(view.mosaic)
-            self.head_image.set_data(view.weights[settings.head])
+            drawn = self.colour_scale.values(view.weights)  # row-normalised per head, before tiling
+            self.mosaic_image.set_data(view.mosaic if drawn is view.weights else mosaic(drawn))
+            self.head_image.set_data(drawn[settings.head])
             self.head_title.set_text(f"head {settings.head} of {n_heads} (d_head = {settings.d_head})")
             self.ceiling_line.set_data([-0.6, n_heads - 0.4], [view.ceiling, view.ceiling])
             for index, (bar, value) in enumerate(zip(self.bars, view.entropy)):
@@ -394,16 +398,19 @@ class MultiHeadExplorer(Explorer):
     causal : bool
     seed : int
         Initial seed of the tokens and the projections.
+    colour_scale : str
+        Initial colour scale of the heatmaps, one of :data:`~attention_lab.core.plots.COLOUR_SCALES`.
     sync : bool
         True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
 
     Raises
     ------
     ValueError
-        If T, n_heads or head is out of range; the message names the values allowed.
+        If T, n_heads or head is out of range, or the colour scale unknown; the message names the values allowed.
     """
 
-    def __init__(self, attention_fn, entropy_fn, *, T=16, n_heads=4, head=0, causal=True, seed=0, sync=False):
+    def __init__(self, attention_fn, entropy_fn, *, T=16, n_heads=4, head=0, causal=True, seed=0,
+                 colour_scale=DEFAULT_COLOUR_SCALE, sync=False):
         import ipywidgets as widgets
 
         check_settings(
@@ -412,6 +419,7 @@ class MultiHeadExplorer(Explorer):
                      f"one of {N_HEADS_OPTIONS} (divisors of d_model = {D_MODEL})"))
         check_settings(head=(head, isinstance(head, int) and 0 <= head < n_heads,
                              f"an integer between 0 and n_heads - 1 = {n_heads - 1}"))
+        self.colour_dropdown = colour_scale_control(colour_scale)
         super().__init__(MultiHeadFigure(), sync=sync)
         self.functions = (attention_fn, entropy_fn)
         self.T_slider = control(widgets.IntSlider, "T", T, "sequence length: number of query and key positions",
@@ -427,14 +435,14 @@ class MultiHeadExplorer(Explorer):
             seed, "random seed for the tokens x and the projections W", "resample",
             "draw new random x and W (next seed)")
         self.start([[self.T_slider, self.heads_slider, self.head_slider],
-                    [self.causal_box, self.seed_slider, self.resample]],
+                    [self.causal_box, self.seed_slider, self.resample, self.colour_dropdown]],
                    follow=[(self.heads_slider, self._keep_head_in_range)])
 
     @property
     def settings(self) -> Settings:
         """The controls' current values."""
         return Settings(self.T_slider.value, self.heads_slider.value, self.head_slider.value, self.causal_box.value,
-                        self.seed_slider.value)
+                        self.seed_slider.value, self.colour_dropdown.value)
 
     def _keep_head_in_range(self, n_heads: int) -> None:
         self.head_slider.value = min(self.head_slider.value, n_heads - 1)

@@ -3,8 +3,10 @@
 ``explore_masking(padding_mask, causal_padding_mask, masked_softmax)`` draws,
 for random scores of a chosen size and dtype:
 
-* one heatmap of the attention weights per sequence (rows = query position,
-  columns = key position, colour range 0…1 on ``viridis``), where a blocked
+* one heatmap of the attention weights per sequence, numbered 0, 1, 2 as the
+  batch's rows (rows = query position, columns = key position, ``viridis`` in
+  the chosen colour scale: logarithmic 10⁻⁴…1 by default, linear 0…1, or each
+  row divided by its largest weight), where a blocked
   entry with weight 0 is light grey, a blocked entry that still gets weight is
   pink, and a NaN or infinite weight is red — so a −1e9 fill lights up the
   rows of an empty sequence and an unguarded −inf fill turns them red;
@@ -27,14 +29,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.cm import ScalarMappable
-from matplotlib.colors import Normalize, to_rgba
+from matplotlib.colors import to_rgba
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
-                                         control, function_name as _name, unless_grading)
-from attention_lab.core.plots import COLORMAP
+                                         colour_scale_control, control, function_name as _name, unless_grading)
+from attention_lab.core.plots import COLORMAP, COLOUR_SCALES, DEFAULT_COLOUR_SCALE, ColourScale, colour_scale_named
 
 B = 3  # sequences in the batch: enough for "full", "padded" and "empty" side by side
 T_MAX = 24
@@ -60,6 +61,7 @@ class Settings:
     dtype: str
     logit_size: float
     seed: int
+    colour_scale: str = DEFAULT_COLOUR_SCALE  # one of core.plots.COLOUR_SCALES
 
 
 @dataclass
@@ -192,11 +194,25 @@ def compute_view(padding_fn, causal_padding_fn, softmax_fn, settings: Settings, 
     return View(scores, np.array(mask), weights, warned, describe(scores, mask, weights, warned, settings))
 
 
-def colours(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """RGBA image (T, T, 4) of one sequence's weights: viridis, grey where blocked at 0, pink leaks, red NaN."""
+def colours(weights: np.ndarray, mask: np.ndarray, scale: ColourScale = COLOUR_SCALES[DEFAULT_COLOUR_SCALE]
+            ) -> np.ndarray:
+    """RGBA image (T, T, 4) of one sequence's weights: viridis, grey where blocked at 0, pink leaks, red NaN.
+
+    Parameters
+    ----------
+    weights : numpy.ndarray, shape (T, T), any real dtype (NaN allowed)
+    mask : numpy.ndarray of bool, shape (T, T)
+        True = the key may be attended to.
+    scale : ColourScale
+        How the finite weights become viridis colours (:data:`~attention_lab.core.plots.COLOUR_SCALES`).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (T, T, 4)
+    """
     values = np.asarray(weights, dtype=np.float64)
     finite = np.isfinite(values)
-    rgba = colormaps[COLORMAP](Normalize(0.0, 1.0, clip=True)(np.where(finite, values, 0.0)))
+    rgba = scale.colours(np.where(finite, values, 0.0), colormaps[COLORMAP])
     rgba[~mask & finite & (values == 0)] = BLOCKED
     rgba[~mask & finite & (values != 0)] = LEAK
     rgba[~finite] = NOT_FINITE
@@ -226,9 +242,7 @@ class MaskingFigure(ExplorerFigure):
                 axis.set_major_locator(MaxNLocator(integer=True, nbins=5))
             self.heat_axes.append(ax)
             self.images.append(image)
-        colorbar_ax = self.figure.add_axes(COLORBAR_RECT)
-        self.figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), colormaps[COLORMAP]), cax=colorbar_ax,
-                             label="attention weight")
+        self.add_weight_colour_bar(COLORBAR_RECT)
         self.figure.legend(handles=[Patch(color=BLOCKED, label="blocked, weight 0"),
                                     Patch(color=LEAK, label="blocked, but weight > 0"),
                                     Patch(color=NOT_FINITE, label="NaN or inf")],
@@ -254,22 +268,24 @@ class MaskingFigure(ExplorerFigure):
         self.animated = [*self.images, *(ax.title for ax in self.heat_axes), *self.bars, self.logit_line,
                          self.message]
 
-    def layout(self, T: int) -> None:
-        """Set the T-dependent limits, draw the static parts and cache them as the background."""
+    def layout(self, T: int, colour_scale: str = DEFAULT_COLOUR_SCALE) -> None:
+        """Set the T-dependent limits and the colour bar's scale, draw the static parts and cache them."""
+        self.show_colour_scale(colour_scale_named(colour_scale))  # the images are RGBA: colours() applies the scale
         for ax, image in zip(self.heat_axes, self.images):
             image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
             ax.set_xlim(-0.5, T - 0.5)
             ax.set_ylim(T - 0.5, -0.5)
-        self.cache_background(T)
+        self.cache_background((T, colour_scale))
 
     def render(self, settings: Settings, view: View | None, error: str | None) -> bytes:
         """Draw ``view`` (or blank panels and ``error``) onto the cached background; return PNG bytes."""
         T = settings.T
-        if self.layout_key != T:
-            self.layout(T)
+        if self.layout_key != (T, settings.colour_scale):
+            self.layout(T, settings.colour_scale)
         for b, (ax, image) in enumerate(zip(self.heat_axes, self.images)):
-            image.set_data(np.ones((T, T, 4)) if view is None else colours(view.weights[b], view.mask[b]))
-            ax.title.set_text(f"sequence {b + 1}: length {settings.lengths[b]}")
+            image.set_data(np.ones((T, T, 4)) if view is None else
+                           colours(view.weights[b], view.mask[b], self.colour_scale))
+            ax.title.set_text(f"sequence {b}: length {settings.lengths[b]}")  # b as the batch index, like the tables
         largest = 1.0 if view is None else max(float(np.max(np.abs(view.scores.astype(np.float64)))), 1.0)
         self.logit_line.set_xdata([largest, largest])
         for name, bar in zip(DTYPES, self.bars):
@@ -306,17 +322,19 @@ class MaskingExplorer(Explorer):
     logit_size : one of :data:`LOGIT_SIZES`
     seed : int
         Initial seed of the random scores.
+    colour_scale : str
+        Initial colour scale of the heatmaps, one of :data:`~attention_lab.core.plots.COLOUR_SCALES`.
     sync : bool
         True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
 
     Raises
     ------
     ValueError
-        If T, a length, the dtype or the logit size is not one the controls offer.
+        If T, a length, the dtype, the logit size or the colour scale is not one the controls offer.
     """
 
     def __init__(self, padding_fn, causal_padding_fn, softmax_fn, *, T=8, lengths=(8, 5, 0), causal=True,
-                 dtype="float32", logit_size=3, seed=0, sync=False):
+                 dtype="float32", logit_size=3, seed=0, colour_scale=DEFAULT_COLOUR_SCALE, sync=False):
         import ipywidgets as widgets
 
         check_settings(T=(T, 2 <= T <= T_MAX, f"between 2 and {T_MAX}"),
@@ -324,13 +342,14 @@ class MaskingExplorer(Explorer):
                                 f"{B} integers between 0 and T = {T}"),
                        dtype=(dtype, dtype in DTYPES, f"one of {DTYPES}"),
                        logit_size=(logit_size, logit_size in LOGIT_SIZES, f"one of {LOGIT_SIZES}"))
+        self.colour_dropdown = colour_scale_control(colour_scale)
         super().__init__(MaskingFigure(), sync=sync)
         self.functions = (padding_fn, causal_padding_fn, softmax_fn)
         self.T_slider = control(widgets.IntSlider, "T", T, "padded length: number of query and key positions",
                                 min=2, max=T_MAX)
         self.length_sliders = [
-            control(widgets.IntSlider, f"length {b + 1}", n,
-                    f"number of real tokens in sequence {b + 1}; the rest is padding", min=0, max=T)
+            control(widgets.IntSlider, f"length {b}", n,
+                    f"number of real tokens in sequence {b} (row {b} of the batch); the rest is padding", min=0, max=T)
             for b, n in enumerate(lengths)]
         self.causal_box = control(widgets.Checkbox, "causal mask", causal,
                                   "combine the padding mask with the causal mask (key j ≤ query i)")
@@ -342,7 +361,7 @@ class MaskingExplorer(Explorer):
         self.seed_slider = control(widgets.IntSlider, "seed", seed, "random seed for the scores", min=0, max=99)
         self.table = widgets.HTML(fill_table(dtype))
         self.start([[self.T_slider, *self.length_sliders], [self.causal_box, self.dtype_buttons],
-                    [self.logit_slider, self.seed_slider]], below=[self.table],
+                    [self.logit_slider, self.seed_slider, self.colour_dropdown]], below=[self.table],
                    follow=[(self.T_slider, self._lengths_follow_T)])
 
     @property
@@ -350,7 +369,8 @@ class MaskingExplorer(Explorer):
         """The controls' current values (lengths clamped to T)."""
         T = self.T_slider.value
         return Settings(T, tuple(min(s.value, T) for s in self.length_sliders), self.causal_box.value,
-                        self.dtype_buttons.value, self.logit_slider.value, self.seed_slider.value)
+                        self.dtype_buttons.value, self.logit_slider.value, self.seed_slider.value,
+                        self.colour_dropdown.value)
 
     def _lengths_follow_T(self, T: int) -> None:
         for slider in self.length_sliders:

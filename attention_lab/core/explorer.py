@@ -13,7 +13,11 @@ A visual (``attention_lab/aNN_<topic>/visual.py``) says only what it draws:
   every change redraw (coalesced, see :class:`~attention_lab.core.redraw.CoalescedRedraw`)
   and draws the first picture;
 * its ``explore_*`` function returns :func:`unless_grading` of the explorer,
-  so that nothing is drawn while nbgrader runs the notebook.
+  so that nothing is drawn while nbgrader runs the notebook;
+* an attention heatmap offers the course's colour scales through
+  :func:`colour_scale_control`, and its figure draws them with
+  :meth:`ExplorerFigure.add_weight_colour_bar` and
+  :meth:`ExplorerFigure.show_colour_scale`.
 
 Only public ipywidgets and matplotlib APIs are used.
 """
@@ -25,10 +29,13 @@ import warnings
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
 from matplotlib.figure import Figure
 
 from attention_lab.core.calls import call_learner
+from attention_lab.core.plots import COLORMAP, COLOUR_SCALES, DEFAULT_COLOUR_SCALE, ColourScale
 from attention_lab.core.redraw import CoalescedRedraw, image_widget, png_bytes
 
 #: Time limit of one call of a learner's function by a visual: an infinite loop becomes a message, not a frozen
@@ -149,6 +156,33 @@ def control(kind, description: str, value, tooltip: str | None = None, **options
     return kind(value=value, description=description, style=STYLE, **options)
 
 
+def colour_scale_control(value: str = DEFAULT_COLOUR_SCALE):
+    """The "colour scale" control of an explorer's attention heatmaps: one of :data:`~attention_lab.core.plots.COLOUR_SCALES`.
+
+    Parameters
+    ----------
+    value : str
+        The initial scale: "logarithmic" (the default: it keeps the causal triangle visible at T = 512, where
+        every allowed weight is about 1/T), "linear 0–1" or "row-normalised".
+
+    Returns
+    -------
+    ipywidgets.Dropdown
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not one of the scales; the message lists them.
+    """
+    import ipywidgets as widgets
+
+    check_settings(colour_scale=(value, value in COLOUR_SCALES, f"one of {tuple(COLOUR_SCALES)}"))
+    return control(widgets.Dropdown, "colour scale", value,
+                   "how weights become colours: linear from 0 to 1; each row divided by its largest weight; or "
+                   "log10 of the weight from 10⁻⁴ to 1 (at large T every weight is about 1/T)",
+                   options=tuple(COLOUR_SCALES))
+
+
 def check_settings(**checks: tuple[object, bool, str]) -> None:
     """Check an explorer's initial settings, in the order given.
 
@@ -194,6 +228,30 @@ def unless_grading(what: str, make: Callable, *args, **kwargs):
     return make(*args, **kwargs)
 
 
+def largest_weight_text(weights: np.ndarray, causal: bool) -> str:
+    """The summary's "largest weight" part: under the causal mask it skips row 0 and says so.
+
+    Row 0 of causal attention has a single allowed key, so its weight is 1 whatever the scores are; the
+    largest weight of the other rows is the one that says how focused the attention is.
+
+    Parameters
+    ----------
+    weights : ndarray, shape (T, T), float
+        One head's weights, rows = query positions.
+    causal : bool
+        Whether the causal mask was applied.
+
+    Returns
+    -------
+    str
+        ``"largest weight 0.412"``, or ``"largest weight outside row 0 (always 1 under the causal mask) 0.412"``
+        (for T = 1 under the mask, row 0's weight).
+    """
+    if causal and weights.shape[0] > 1:
+        return f"largest weight outside row 0 (always 1 under the causal mask) {weights[1:].max():.3f}"
+    return f"largest weight {weights.max():.3f}"
+
+
 def error_html(error) -> str:
     """A failure as the one red line an explorer shows in place of its summary."""
     return f"<span style='color:{ERROR_COLOUR}'>⚠ {error}</span>"
@@ -221,6 +279,8 @@ class ExplorerFigure:
         The cached static parts (``canvas.copy_from_bbox``).
     layout_key : object or None
         What the cached background was drawn for (T, or (T, n_heads), …); None before the first.
+    colour_scale : ColourScale or None
+        What the attention heatmaps and their colour bar show (:meth:`show_colour_scale`); None before the first.
     """
 
     def __init__(self, size: tuple[float, float]):
@@ -228,6 +288,43 @@ class ExplorerFigure:
         self.canvas = FigureCanvasAgg(self.figure)
         self.background = None
         self.layout_key = None
+        self.colour_scale: ColourScale | None = None
+        self.colour_bar_ax = None
+        self.colour_bar = None
+
+    def add_weight_colour_bar(self, rect: tuple[float, float, float, float]) -> None:
+        """Reserve the Axes for the weights' colour bar, drawn by :meth:`show_colour_scale`.
+
+        Parameters
+        ----------
+        rect : (float, float, float, float)
+            Left, bottom, width and height in figure fractions.
+        """
+        self.colour_bar_ax = self.figure.add_axes(rect)
+
+    def show_colour_scale(self, scale: ColourScale, images: Iterable = ()) -> None:
+        """Draw ``images`` and the colour bar on ``scale``; nothing when it is shown already.
+
+        The colour bar is static: call this before :meth:`cache_background`, and re-cache when the scale
+        changes (explorers make the scale part of :attr:`layout_key`). The caller draws
+        ``scale.values(weights)`` into the images (row-normalised scales divide each row).
+
+        Parameters
+        ----------
+        scale : ColourScale
+            One of :data:`~attention_lab.core.plots.COLOUR_SCALES`.
+        images : iterable of matplotlib.image.AxesImage
+            The images of weights that map values through a norm; an image of precomputed RGBA colours
+            (:meth:`ColourScale.colours`) needs none and is not passed.
+        """
+        if self.colour_scale == scale:
+            return
+        for image in images:
+            image.set_norm(scale.norm())
+        self.colour_bar_ax.clear()
+        self.colour_bar = self.figure.colorbar(ScalarMappable(scale.norm(), colormaps[COLORMAP]),
+                                               cax=self.colour_bar_ax, label=scale.label, extend=scale.extend)
+        self.colour_scale = scale
 
     @property
     def width_px(self) -> float:
