@@ -1,5 +1,8 @@
 """Benchmark: attention explorer redraw latency against a naive `interact` redraw and the compute floor.
 
+Also the cost of the heatmap's colour scale: a d_head change on the logarithmic (default) and the linear 0–1
+scale, and a change of the "colour scale" control itself.
+
 Kernel side, all in this one process, for T in {64, 256, 512} and d_head in {64, 512}:
 
 * **explorer** — a ``d_head`` slider change (from the neighbouring option) until the new PNG is in the
@@ -35,6 +38,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from attention_lab.a01_attention import visual as ex  # noqa: E402
+from attention_lab.core.plots import COLOUR_SCALES  # noqa: E402
 from autograder.assignments.a01_attention import reference as ref  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -59,9 +63,11 @@ def naive_redraw(settings: ex.Settings, inputs, precomputed=None) -> bytes:
     else:
         view, curves = precomputed
     fig, (heat, rows, curve) = plt.subplots(1, 3, figsize=ex.FIGURE_SIZE, dpi=ex.DPI)
-    image = heat.imshow(view.weights, cmap=ex.COLORMAP, vmin=0, vmax=1, interpolation="nearest", aspect="auto")
+    scale = COLOUR_SCALES[settings.colour_scale]  # the explorer's colour scale (logarithmic by default)
+    image = heat.imshow(scale.values(view.weights), cmap=ex.COLORMAP, norm=scale.norm(), interpolation="nearest",
+                        aspect="auto")
     heat.set(xlabel="key position", ylabel="query position", title="attention weights")
-    fig.colorbar(image, ax=heat, label="attention weight")
+    fig.colorbar(image, ax=heat, label=scale.label, extend=scale.extend)
     rows.plot(view.ceiling, "--", label="uniform ceiling")
     rows.plot(view.entropy, label="entropy of the row")
     rows.set(xlabel="query position", ylabel="entropy (nats)", title="entropy per query row")
@@ -69,6 +75,8 @@ def naive_redraw(settings: ex.Settings, inputs, precomputed=None) -> bytes:
     for name, values in curves.items():
         curve.plot(ex.CURVE_D_HEADS, values, marker=".", label=name)
     curve.axvline(settings.d_head, color="0.2")
+    curve.axhline(ex.curve_ceiling(settings.T, settings.causal), linestyle="--", color="0.35",
+                  label=ex.curve_ceiling_label(settings.T, settings.causal))
     curve.set_xscale("log", base=2)
     curve.set(xlabel="d_head (log scale)", ylabel="mean row entropy (nats)", title="scaling vs saturation")
     curve.legend()
@@ -103,6 +111,17 @@ def kernel_side(repeats: int) -> list[dict]:
             return time.perf_counter() - start
 
         explorer_ms = 1000 * statistics.median(slider_change() for _ in range(repeats))
+        explorer.colour_dropdown.value = "linear 0–1"  # the scale before the logarithmic default: its cost
+        linear_ms = 1000 * statistics.median(slider_change() for _ in range(repeats))
+        explorer.colour_dropdown.value = ex.DEFAULT_COLOUR_SCALE
+
+        def scale_change():
+            explorer.colour_dropdown.value = "linear 0–1"
+            start = time.perf_counter()
+            explorer.colour_dropdown.value = ex.DEFAULT_COLOUR_SCALE
+            return time.perf_counter() - start
+
+        scale_change_ms = 1000 * statistics.median(scale_change() for _ in range(max(3, repeats // 3)))
 
         def t_change():
             explorer.T_slider.value = T - 1
@@ -118,8 +137,8 @@ def kernel_side(repeats: int) -> list[dict]:
         drawing_ms = median_ms(lambda: naive_redraw(settings, inputs, precomputed), max(3, repeats // 3))
         Q, K, V = (a[:T, :d] for a in inputs)
         floor_ms = median_ms(lambda: ref.scaled_dot_product_attention(Q, K, V, mask=ref.causal_mask(T)), repeats)
-        rows.append(dict(T=T, d=d, explorer=explorer_ms, t_change=t_change_ms, naive=naive_ms, drawing=drawing_ms,
-                         floor=floor_ms))
+        rows.append(dict(T=T, d=d, explorer=explorer_ms, linear=linear_ms, scale_change=scale_change_ms,
+                         t_change=t_change_ms, naive=naive_ms, drawing=drawing_ms, floor=floor_ms))
         print(f"T={T:3d} d_head={d:3d}: explorer {explorer_ms:6.1f} ms  T change {t_change_ms:6.1f} ms  "
               f"naive {naive_ms:6.1f} ms  floor {floor_ms:5.1f} ms  ratio {naive_ms / explorer_ms:5.1f}x", flush=True)
     return rows
@@ -194,18 +213,24 @@ def report(rows: list[dict], browser: list[dict] | None) -> str:
         "redraw into a new figure saved with `bbox_inches=\"tight\"` (naive: recomputes attention, entropies and "
         "the entropy-vs-d_head curves) and against the attention computation alone (floor).",
         "",
-        "| T | d_head | explorer, d_head change | explorer, T change | naive | naive, drawing only | floor "
-        "| naive ÷ explorer (d_head change) | drawing only ÷ explorer |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| T | d_head | explorer, d_head change | same, linear colour scale | explorer, colour scale change "
+        "| explorer, T change | naive | naive, drawing only | floor "
+        "| naive ÷ explorer (d_head change) | drawing only ÷ explorer | log ÷ linear scale |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append(f"| {r['T']} | {r['d']} | {r['explorer']:.1f} | {r['t_change']:.1f} | {r['naive']:.1f} | "
+        lines.append(f"| {r['T']} | {r['d']} | {r['explorer']:.1f} | {r['linear']:.1f} | {r['scale_change']:.1f} | "
+                     f"{r['t_change']:.1f} | {r['naive']:.1f} | "
                      f"{r['drawing']:.1f} | {r['floor']:.1f} | **{r['naive'] / r['explorer']:.1f}×** | "
-                     f"{r['drawing'] / r['explorer']:.1f}× |")
+                     f"{r['drawing'] / r['explorer']:.1f}× | {r['explorer'] / r['linear']:.2f}× |")
     small = min(r["naive"] / r["explorer"] for r in rows if r["T"] <= 256)
     big = next(r["naive"] / r["explorer"] for r in rows if (r["T"], r["d"]) == (512, 512))
     lines += ["", "\"naive, drawing only\" times the naive figure with the data computed beforehand: it isolates "
-              "what the persistent, blitted figure saves from what caching the curves saves.",
+              "what the persistent, blitted figure saves from what caching the curves saves. Both the explorer and "
+              "the naive figure draw the heatmap on the default colour scale (logarithmic); \"same, linear colour "
+              "scale\" is the explorer's d_head change on the linear 0–1 scale it used before, and \"log ÷ linear "
+              "scale\" what the logarithmic norm costs per redraw. A colour scale change redraws the colour bar and "
+              "re-caches the static background (no recomputation).",
               "", f"Goal: ≥ 10× at T ≤ 256 (worst here {small:.1f}×: {'met' if small >= 10 else 'NOT met'}); "
               f"≥ 5× at T = 512, d_head = 512 ({big:.1f}×: {'met' if big >= 5 else 'NOT met'}).",
               "",
