@@ -25,7 +25,7 @@ picked up. Errors from those functions are shown as one message.
 
 Speed: the inputs are drawn once per seed at the largest size and sliced;
 one Agg figure is kept; static parts (axes, labels, colour bar) are drawn once
-per T and restored from a cached background, and only the changed artists are
+per (T, colour scale) and restored from a cached background, and only the changed artists are
 drawn on top (blitting) before the canvas is encoded once into an
 ``ipywidgets.Image``. Changes that arrive while a redraw is pending are merged
 into that redraw instead of queueing stale ones.
@@ -249,7 +249,7 @@ def entropy_curves(attention_fn, mask_fn, entropy_fn, T: int, causal: bool, inpu
 class AttentionFigure(ExplorerFigure):
     """The three panels, redrawn by blitting.
 
-    Static parts are drawn by :meth:`layout` (once per T); :meth:`render`
+    Static parts are drawn by :meth:`layout` (once per T and colour scale); :meth:`render`
     restores them and draws only the animated artists, then encodes PNG bytes.
     """
 

@@ -30,7 +30,7 @@ with NaN, is shown as one message.
 
 Speed follows :mod:`attention_lab.a01_attention.visual`: inputs drawn once per seed at
 the largest size and sliced; one Agg figure; axes, labels and colour bars
-drawn once per (T, n_heads) and restored from a cached background, only the
+drawn once per (T, n_heads, colour scale) and restored from a cached background, only the
 changed artists drawn on top; one PNG encode per redraw.
 """
 
@@ -276,7 +276,7 @@ def compute_view(attention_fn, entropy_fn, settings: Settings, inputs) -> View:
 class MultiHeadFigure(ExplorerFigure):
     """The mosaic, the selected head and the entropy bars, redrawn by blitting.
 
-    :meth:`layout` draws the static parts once per (T, n_heads); :meth:`render`
+    :meth:`layout` draws the static parts once per (T, n_heads, colour scale); :meth:`render`
     restores them and draws only the animated artists, then encodes PNG bytes.
     """
 

@@ -223,7 +223,7 @@ class MaskingFigure(ExplorerFigure):
     """A heatmap per sequence, a colour bar and the overflow-threshold panel.
 
     Static parts (axes, ticks, labels, legends) are drawn by :meth:`layout`
-    once per T and cached; :meth:`render` restores them and draws only the
+    once per (T, colour scale) and cached; :meth:`render` restores them and draws only the
     changing artists on top (blitting), then encodes PNG bytes.
     """
 
