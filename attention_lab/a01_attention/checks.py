@@ -44,7 +44,8 @@ COURSE_FUNCTIONS = ("softmax", "attention_scores", "causal_mask", "scaled_dot_pr
                     "multi_head_attention", "sinusoidal_positional_encoding", "dot_product_by_offset",
                     "offset_rotation", "self_attention", "add_positions", "permutation_gap", "padding_mask",
                     "causal_padding_mask", "masked_softmax", "masked_attention", "attend_with_cache",
-                    "decode_incrementally", "attention_cost_per_token")
+                    "decode_incrementally", "attention_cost_per_token", "softmax_jacobian", "softmax_backward",
+                    "attention_backward", "numerical_gradient", "relative_error")
 
 
 def expect_shapes(function: Callable, shapes: list[tuple[int, ...]], *args, **kwargs) -> None:

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from attention_lab.core.losses import CubicLoss
+
 MAX_BYTES = 16 * 2**20  # one call's results; a correct one is a few kilobytes
 MAX_DEPTH = 3  # tuples of arrays, e.g. (output, weights) or (out, K_cache, V_cache)
 MAX_TEXT = 2000
@@ -58,7 +60,8 @@ def encode(value: Any, depth: int = 0) -> Any:
 
     Supported: ``numpy.ndarray`` (and subclasses, sent as plain arrays),
     NumPy scalars, ``bool``, ``int``, ``float`` (also inf and NaN), ``str``,
-    ``None``, and ``tuple``/``list`` of these up to :data:`MAX_DEPTH` levels.
+    ``None``, and ``tuple``/``list`` of these up to :data:`MAX_DEPTH` levels, and a
+    :class:`~attention_lab.core.losses.CubicLoss` (as its coefficient arrays).
     Exact types are required for containers, so a subclass cannot hide
     behaviour in ``__iter__``. Anything else becomes ``{"unsupported": <type name>}``.
     """
@@ -81,6 +84,8 @@ def encode(value: Any, depth: int = 0) -> Any:
         return {"scalar": _npy(np.asarray(value))}
     if kind in (tuple, list) and depth < MAX_DEPTH:
         return {kind.__name__: [encode(item, depth + 1) for item in value]}
+    if kind is CubicLoss:  # a hidden case's loss for numerical_gradient: sent as its coefficients
+        return {"cubic_loss": [encode(v, MAX_DEPTH) for v in value.coefficients]}
     return {"unsupported": f"a {kind.__module__}.{kind.__qualname__}"}
 
 
@@ -111,6 +116,8 @@ def decode(data: Any) -> Any:
             return [decode(item) for item in data["list"]]
         if "unsupported" in data:
             return Unsupported(str(data["unsupported"]))
+        if "cubic_loss" in data and isinstance(data["cubic_loss"], list) and len(data["cubic_loss"]) == 4:
+            return CubicLoss(*(decode(item) for item in data["cubic_loss"]))
     raise ValueError(f"not an encoded value: {str(data)[:80]}")
 
 

@@ -38,6 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 from attention_lab.core.calls import FunctionTimedOut, time_limit
+from attention_lab.core.losses import CubicLoss
 
 CALL_SECONDS = 5.0  # a correct answer takes milliseconds on a worked case
 FORMAT = 2  # version of the JSON layout written by autograder.grader.worked_cases (2: cases carry exact_dtype)
@@ -124,6 +125,8 @@ def encode(value) -> Any:
         return [encode(v) for v in value]
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"dict": {k: encode(v) for k, v in value.items()}}
+    if type(value) is CubicLoss:  # numerical_gradient's f, stored as its coefficients
+        return {"cubic_loss": [encode(v) for v in value.coefficients]}
     raise TypeError(f"cannot store a value of type {type(value).__name__}")
 
 
@@ -160,6 +163,8 @@ def decode(data) -> Any:
             return tuple(decode(d) for d in body)
         if tag == "dict":
             return {k: decode(v) for k, v in body.items()}
+        if tag == "cubic_loss":
+            return CubicLoss(*(decode(d) for d in body))
     raise ValueError(f"not an encoded worked-case value: {data!r:.200}")
 
 
