@@ -1,9 +1,9 @@
-"""Draft answer bank of assignment 6 (gradients through softmax and attention): solution, variants, mistakes, cases.
+"""Answer bank of assignment 6 (gradients through softmax and attention): solution, variants, mistakes, cases.
 
-Layout-independent material for the notebook, the grading spec and the
-self-checks that will be built on it (issue 12, after the layout of issue 11):
+The material :mod:`autograder.assignments.a06_gradients.spec` turns into the grader's steps and
+variants (issue 12), and the source notebook's solution cells:
 
-* :data:`GIVEN` — code the notebook provides (not graded);
+* :data:`GIVEN` — the line of given code that heads the ``attention_backward`` answer cell (not graded);
 * :data:`SOLUTION` — the reference-style solution cells, id → source, in notebook order;
 * :data:`STEPS` — each graded step: its cell, function and hidden cases;
 * :data:`CORRECT` — differently written correct answers (:class:`~autograder.grader.draft_rewrites.Rewrite`);
@@ -15,10 +15,9 @@ self-checks that will be built on it (issue 12, after the layout of issue 11):
 that every mistake differs from it on at least one hidden case of its step
 (with matching shapes, unless the mistake is a shape mistake by nature).
 
-Hidden cases here are in-process calls. ``numerical_gradient`` takes a
-function, which cannot cross into a learner's kernel as data: the spec will
-send the coefficients of :func:`coupled_cubic_loss` and build the function in the
-kernel (a known, documented loss), as noted in DESIGN.md.
+``numerical_gradient`` takes a function, which cannot cross into a learner's kernel as code: its
+hidden cases pass :func:`coupled_cubic_loss`, a :class:`~attention_lab.core.losses.CubicLoss` that the
+value codecs send as its coefficients and rebuild in the kernel (a known, documented loss).
 """
 
 from __future__ import annotations
