@@ -22,10 +22,14 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from attention_lab.core.calls import FunctionTimedOut, time_limit
+from attention_lab.core.worked import SelfCheckFailed, describe_failure
+
 #: scaling key → label; the curves are indexed by the key
 SCALINGS: Mapping[str, str] = {"none": "÷1", "sqrt": "÷√d_k", "linear": "÷d_k"}
 D_HEADS: tuple[int, ...] = tuple(2 ** i for i in range(10))  # 1 … 512
 _BISECTION_STEPS = 64
+EXPERIMENT_SECONDS = 60.0  # 30 calls of a learner's softmax_backward on (256, T) arrays take well under a second
 
 
 class ExperimentError(ValueError):
@@ -109,7 +113,7 @@ def _backward(softmax_backward: Callable, p: np.ndarray, g: np.ndarray) -> np.nd
     try:
         dscores = softmax_backward(p.copy(), g.copy())
     except Exception as error:  # noqa: BLE001 — a learner's failure becomes one message
-        raise ExperimentError(f"softmax_backward raised {type(error).__name__}: {error}") from None
+        raise ExperimentError(describe_failure(softmax_backward, error)) from None
     if not isinstance(dscores, np.ndarray) or dscores.shape != p.shape:
         got = f"shape {dscores.shape}" if isinstance(dscores, np.ndarray) else type(dscores).__name__
         raise ExperimentError(f"softmax_backward(p, grad_p) with p of shape {p.shape} returned {got}; "
@@ -160,6 +164,38 @@ def gradient_curves(softmax_backward: Callable, T: int = 32, d_heads=D_HEADS, n_
             curves["query_gradient"][key][index] = np.median(query)
             curves["entropy"][key][index] = np.mean(entropy_nats(p))
     return Curves(int(T), d_heads, **curves)
+
+
+def print_curves(softmax_backward: Callable, T: int = 32) -> Curves:
+    """Run :func:`gradient_curves` on the learner's ``softmax_backward`` and print its table; return the curves.
+
+    Columns: d_head, then ‖J‖₂, the gradient reaching Q ‖dq‖ and the entropy H (nats) for each scaling.
+
+    Raises
+    ------
+    SelfCheckFailed
+        In plain words (no traceback of this package) when ``softmax_backward`` fails or returns
+        another shape, e.g. while it is not answered yet.
+    """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    try:
+        with time_limit(EXPERIMENT_SECONDS):
+            curves = gradient_curves(softmax_backward, T=T)
+    except ExperimentError as error:
+        raise SelfCheckFailed(f"the experiment runs on your softmax_backward: {error}") from None
+    except FunctionTimedOut:
+        raise SelfCheckFailed(f"the experiment did not finish within {EXPERIMENT_SECONDS:g} s: does your "
+                              "softmax_backward loop forever?") from None
+    labels = list(SCALINGS.values())
+    print(f"{'d_head':>6} | " + " | ".join(f"{'‖J‖₂ ' + label:>11}" for label in labels) + " | "
+          + " | ".join(f"{'‖dq‖ ' + label:>11}" for label in labels) + " | "
+          + " | ".join(f"{'H ' + label:>9}" for label in labels))
+    for i, d_head in enumerate(curves.d_heads):
+        print(f"{d_head:>6} | " + " | ".join(f"{curves.gain[key][i]:>11.4f}" for key in SCALINGS) + " | "
+              + " | ".join(f"{curves.query_gradient[key][i]:>11.4f}" for key in SCALINGS) + " | "
+              + " | ".join(f"{curves.entropy[key][i]:>9.3f}" for key in SCALINGS))
+    print(f"uniform row: ‖J‖₂ = 1/T = {1 / curves.T:.4f}; ceiling ln T = {curves.ceiling:.4f} nats")
+    return curves
 
 
 def row_weights(d_head: int, T: int, scaling: str, seed: int = 0, row: int = 0, n_rows: int = 256) -> np.ndarray:
