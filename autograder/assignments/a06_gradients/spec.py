@@ -147,7 +147,7 @@ ASSIGNMENT = Assignment(
     mistakes=MISTAKES,
     worked_cases=_worked_cases(),
     example_students={
-        "cyd-no-outer-term": MISTAKES["jacobian_no_outer_term"],
+        "cyd-outer-product-added": MISTAKES["jacobian_outer_plus"],
         "dov-dK-without-transpose": MISTAKES["attention_dK_no_transpose"],
         "eli-one-sided-differences": MISTAKES["numerical_forward_difference"],
         "fay-einsum-and-loops": Variant("correct, written differently: einsum everywhere, loops for the differences",
