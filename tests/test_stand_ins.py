@@ -90,7 +90,10 @@ def test_without_the_stand_in_passes_the_steps_that_call_it_would_be_charged_too
     """The passes are what makes the difference (the test above fails without them)."""
     assignment = ASSIGNMENTS[name]
     own_steps = {g for g, functions in graded_functions(assignment).items() if function in functions}
-    assert lost(assignment, broken(assignment, function, "wrong shape"), stand_ins=False) > own_steps
+    # an extra leading axis is the usual break; where a given helper legitimately sums it away (assignment 6's
+    # sum_to_shape after softmax_backward), wrong values show the same difference
+    assert any(lost(assignment, broken(assignment, function, kind), stand_ins=False) > own_steps
+               for kind in ("wrong shape", "wrong values not in the bank"))
 
 
 def test_a_chain_of_two_broken_earlier_functions_charges_each_once():

@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from attention_lab.core.losses import CubicLoss
+
 MAX_BYTES = 16 * 2**20  # one call's results; a correct one is a few kilobytes
 MAX_DEPTH = 3  # tuples of arrays, e.g. (output, weights) or (out, K_cache, V_cache)
 MAX_TEXT = 2000
@@ -72,7 +74,8 @@ def encode(value: Any, depth: int = 0) -> Any:
 
     Supported: ``numpy.ndarray`` (and subclasses, sent as plain arrays),
     NumPy scalars, ``bool``, ``int``, ``float`` (also inf and NaN), ``str``,
-    ``None``, and ``tuple``/``list`` of these up to :data:`MAX_DEPTH` levels.
+    ``None``, and ``tuple``/``list`` of these up to :data:`MAX_DEPTH` levels, and a
+    :class:`~attention_lab.core.losses.CubicLoss` (as its coefficient arrays).
     Exact types are required for containers, so a subclass cannot hide
     behaviour in ``__iter__``. Anything else becomes ``{"unsupported": <type name>}``.
 
@@ -108,6 +111,8 @@ def encode(value: Any, depth: int = 0) -> Any:
         return {"scalar": _npy(np.asarray(value))}
     if kind in (tuple, list) and depth < MAX_DEPTH:
         return {kind.__name__: [encode(item, depth + 1) for item in value]}
+    if kind is CubicLoss:  # a hidden case's loss for numerical_gradient: sent as its coefficients
+        return {"cubic_loss": [encode(v, MAX_DEPTH) for v in value.coefficients]}
     return {"unsupported": f"a {kind.__module__}.{kind.__qualname__}"}
 
 
@@ -149,6 +154,8 @@ def decode(data: Any) -> Any:
             return [decode(item) for item in data["list"]]
         if "unsupported" in data:
             return Unsupported(str(data["unsupported"]))
+        if "cubic_loss" in data and isinstance(data["cubic_loss"], list) and len(data["cubic_loss"]) == 4:
+            return CubicLoss(*(decode(item) for item in data["cubic_loss"]))
     raise ValueError(f"not an encoded value: {str(data)[:80]}")
 
 
@@ -262,6 +269,8 @@ def encode_stored(value) -> Any:
         return [encode_stored(v) for v in value]
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"dict": {k: encode_stored(v) for k, v in value.items()}}
+    if type(value) is CubicLoss:  # numerical_gradient's f, stored as its coefficients
+        return {"cubic_loss": [encode_stored(v) for v in value.coefficients]}
     raise TypeError(f"cannot store a value of type {type(value).__name__}")
 
 
@@ -309,4 +318,6 @@ def decode_stored(data) -> Any:
             return tuple(decode_stored(d) for d in body)
         if tag == "dict":
             return {k: decode_stored(v) for k, v in body.items()}
+        if tag == "cubic_loss":
+            return CubicLoss(*(decode_stored(d) for d in body))
     raise ValueError(f"not an encoded worked-case value: {data!r:.200}")

@@ -1,9 +1,9 @@
-"""Draft answer bank of assignment 6 (gradients through softmax and attention): solution, variants, mistakes, cases.
+"""Answer bank of assignment 6 (gradients through softmax and attention): solution, variants, mistakes, cases.
 
-Layout-independent material for the notebook, the grading spec and the
-self-checks that will be built on it (issue 12, after the layout of issue 11):
+The material :mod:`autograder.assignments.a06_gradients.spec` turns into the grader's steps and
+variants (issue 12), and the source notebook's solution cells:
 
-* :data:`GIVEN` — code the notebook provides (not graded);
+* :data:`GIVEN` — the line of given code that heads the ``attention_backward`` answer cell (not graded);
 * :data:`SOLUTION` — the reference-style solution cells, id → source, in notebook order;
 * :data:`STEPS` — each graded step: its cell, function and hidden cases;
 * :data:`CORRECT` — differently written correct answers (:class:`~autograder.grader.draft_rewrites.Rewrite`);
@@ -15,10 +15,9 @@ self-checks that will be built on it (issue 12, after the layout of issue 11):
 that every mistake differs from it on at least one hidden case of its step
 (with matching shapes, unless the mistake is a shape mistake by nature).
 
-Hidden cases here are in-process calls. ``numerical_gradient`` takes a
-function, which cannot cross into a learner's kernel as data: the spec will
-send the coefficients of :func:`coupled_cubic_loss` and build the function in the
-kernel (a known, documented loss), as noted in DESIGN.md.
+``numerical_gradient`` takes a function, which cannot cross into a learner's kernel as code: its
+hidden cases pass :func:`coupled_cubic_loss`, a :class:`~attention_lab.core.losses.CubicLoss` that the
+value codecs send as its coefficients and rebuild in the kernel (a known, documented loss).
 """
 
 from __future__ import annotations
@@ -28,21 +27,14 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from attention_lab.core.losses import CubicLoss
 from autograder.grader.draft_rewrites import Edit, Rewrite
 
 from . import reference
 
-GIVEN = '''
-def sum_to_shape(grad, shape):
-    """Sum a gradient over the axes that broadcasting added or stretched, back to `shape` (given)."""
-    extra = grad.ndim - len(shape)
-    if extra:
-        grad = grad.sum(axis=tuple(range(extra)))
-    stretched = tuple(axis for axis, size in enumerate(shape) if size == 1 and grad.shape[axis] != 1)
-    if stretched:
-        grad = grad.sum(axis=stretched, keepdims=True)
-    return grad
-'''
+#: The line that gives ``sum_to_shape`` (:mod:`attention_lab.a06_gradients.given`); it heads the notebook's
+#: ``attention_backward`` answer cell, outside the solution.
+GIVEN = "from attention_lab.a06_gradients.given import sum_to_shape\n"
 
 SOLUTION: dict[str, str] = {
     "softmax_jacobian": '''
@@ -123,15 +115,15 @@ class HiddenCase:
     exposes: tuple[str, ...] = ()      #: mistakes this case is there to catch (documentation; the test checks)
 
 
-def coupled_cubic_loss(coefficients) -> Callable[[np.ndarray], float]:
+def coupled_cubic_loss(coefficients) -> CubicLoss:
     """f(x) = Σ a⊙x + ½ Σ b⊙x² + ⅙ Σ c⊙x³ + ½ (Σ d⊙x)² for ``coefficients = (a, b, c, d)`` of x's shape.
 
-    Its gradient a + b x + ½ c x² + d (Σ d⊙x) is known; the curvature exposes one-sided differences and the
-    coupling term (every entry's gradient depends on every other entry) exposes a perturbation left in place.
+    A :class:`~attention_lab.core.losses.CubicLoss`, which crosses into the learner's kernel as its
+    coefficients. Its gradient a + b x + ½ c x² + d (Σ d⊙x) is known; the curvature exposes one-sided
+    differences and the coupling term (every entry's gradient depends on every other entry) exposes a
+    perturbation left in place.
     """
-    a, b, c, d = coefficients
-    return lambda x: float(np.sum(a * x) + 0.5 * np.sum(b * x * x) + np.sum(c * x ** 3) / 6.0
-                           + 0.5 * np.sum(d * x) ** 2)
+    return CubicLoss(*coefficients)
 
 
 def _rng(seed):
@@ -145,8 +137,8 @@ def _probabilities(rng, shape, spread=1.5):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def jacobian_cases() -> list[HiddenCase]:
-    rng = _rng(60)
+def jacobian_cases(seed: int = 60) -> list[HiddenCase]:
+    rng = _rng(seed)
     masked_row = np.array([0.0, 0.3, 0.0, 0.7])
     return [
         HiddenCase("one row of 5, uneven", "softmax_jacobian", (_probabilities(rng, (5,)),),
@@ -157,8 +149,8 @@ def jacobian_cases() -> list[HiddenCase]:
     ]
 
 
-def backward_cases() -> list[HiddenCase]:
-    rng = _rng(61)
+def backward_cases(seed: int = 61) -> list[HiddenCase]:
+    rng = _rng(seed)
     p_square = _probabilities(rng, (4, 4))
     return [
         HiddenCase("3 rows of 6, upstream gradient with a non-zero mean", "softmax_backward",
@@ -172,8 +164,8 @@ def backward_cases() -> list[HiddenCase]:
     ]
 
 
-def attention_cases() -> list[HiddenCase]:
-    rng = _rng(62)
+def attention_cases(seed: int = 62) -> list[HiddenCase]:
+    rng = _rng(seed)
     n = rng.normal
     causal = np.tril(np.ones((4, 4), dtype=bool))
     holes = np.array([[True, False, True, True, False],
@@ -202,8 +194,8 @@ def attention_cases() -> list[HiddenCase]:
     ]
 
 
-def numerical_cases() -> list[HiddenCase]:
-    rng = _rng(63)
+def numerical_cases(seed: int = 63) -> list[HiddenCase]:
+    rng = _rng(seed)
     shape = (2, 3)
     coefficients = tuple(rng.normal(size=shape) for _ in range(4))
     x = rng.normal(size=shape)
@@ -215,7 +207,8 @@ def numerical_cases() -> list[HiddenCase]:
     ]
 
 
-def relative_error_cases() -> list[HiddenCase]:
+def relative_error_cases(seed: int | None = None) -> list[HiddenCase]:
+    # hand-chosen exact inputs (edge cases): the seed does not change them
     return [
         HiddenCase("(3, 4) against (0, 0)", "relative_error", (np.array([3.0, 4.0]), np.zeros(2))),
         HiddenCase("both zero (a masked position's gradient): 0, not NaN", "relative_error", (np.zeros(3), np.zeros(3)),

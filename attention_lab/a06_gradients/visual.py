@@ -1,0 +1,218 @@
+"""The gradient explorer: why √d_k, shown by the gradients the learner's own functions compute.
+
+``explore_gradients(softmax_jacobian, softmax_backward)`` draws, for the chosen ``T`` (keys per
+row) and ``d_head`` (marked on every curve):
+
+* the softmax Jacobian's gain ‖J‖₂ against d_head for ÷1, ÷√d_k and ÷d_k, with a uniform row's 1/T
+  dashed;
+* the gradient reaching the scores (thin) and reaching Q (thick) for a fixed unit-variance upstream
+  gradient, computed with the learner's ``softmax_backward``;
+* the mean row entropy in nats, with the ceiling ln T dashed;
+* one row's Jacobian J_ij = ∂p_i/∂s_j as a heatmap (the learner's ``softmax_jacobian`` on row 0
+  behind the curves, for the chosen scaling), axes "key position" × "key position" (both indices are
+  keys of the one query), diverging colours centred on 0.
+
+The curves are recomputed only when T changes (:mod:`attention_lab.a06_gradients.curves`); a change
+of d_head or of the scaling moves the marker and recomputes one row's Jacobian. Each learner's
+function is looked up again by name before every redraw, so re-running a fixed cell is picked up.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from attention_lab.a01_attention.visual import latest
+from attention_lab.a06_gradients.curves import D_HEADS, SCALINGS, Curves, ExperimentError, gradient_curves, row_weights
+from attention_lab.core.calls import time_limit
+from attention_lab.core.redraw import CoalescedRedraw, image_widget, png_bytes
+
+T_OPTIONS = (4, 8, 16, 32, 64, 128)
+COLOURS = {"none": "#D55E00", "sqrt": "#0072B2", "linear": "#009E73"}  # Okabe–Ito vermillion, blue, green
+FIGURE_SIZE = (14.0, 3.6)
+DPI = 90
+N_ROWS = 256
+CALL_SECONDS = 20.0  # the whole experiment on a learner's softmax_backward; an endless loop becomes a message
+
+
+class GradientFigure:
+    """One Agg figure with the three curve panels and the heatmap, redrawn in place."""
+
+    def __init__(self):
+        self.figure = Figure(figsize=FIGURE_SIZE, dpi=DPI, facecolor="white", layout="constrained")
+        self.canvas = FigureCanvasAgg(self.figure)
+        self.gain_ax, self.gradient_ax, self.entropy_ax, self.heat_ax = self.figure.subplots(1, 4)
+        self.heat_image = self.heat_ax.imshow(np.zeros((2, 2)), cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+        self.figure.colorbar(self.heat_image, ax=self.heat_ax, label="∂p_i / ∂s_j")
+        self.heat_ax.set_xlabel("key position j")
+        self.heat_ax.set_ylabel("key position i")
+
+    def render(self, curves: Curves | None, d_head: int, scaling: str, jacobian: np.ndarray | None,
+               largest: float, error: str | None) -> bytes:
+        """Draw the curves (or ``error``), the marker at ``d_head`` and the heatmap; return PNG bytes."""
+        figure = self.figure
+        for ax in (self.gain_ax, self.gradient_ax, self.entropy_ax):
+            ax.clear()
+        if curves is not None:
+            for key, label in SCALINGS.items():
+                colour = COLOURS[key]
+                self.gain_ax.plot(curves.d_heads, curves.gain[key], color=colour, marker="o", ms=3, label=label)
+                self.gradient_ax.plot(curves.d_heads, curves.score_gradient[key], color=colour, lw=1,
+                                      ls=":", label=f"{label}, at the scores")
+                self.gradient_ax.plot(curves.d_heads, curves.query_gradient[key], color=colour, lw=2.5,
+                                      label=f"{label}, at Q")
+                self.entropy_ax.plot(curves.d_heads, curves.entropy[key], color=colour, marker="o", ms=3,
+                                     label=label)
+            self.gain_ax.axhline(1.0 / curves.T, color="0.4", ls="--", lw=1, label="uniform row, 1/T")
+            self.entropy_ax.axhline(curves.ceiling, color="0.4", ls="--", lw=1, label=f"ceiling ln T = {curves.ceiling:.2f}")
+        for ax, title, ylabel in ((self.gain_ax, "softmax Jacobian gain ‖J‖₂", "‖J‖₂ (median over rows)"),
+                                  (self.gradient_ax, "gradient norm (median over rows)", "‖gradient‖₂"),
+                                  (self.entropy_ax, "mean row entropy", "entropy (nats)")):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("d_head")
+            ax.set_ylabel(ylabel)
+            ax.set_title(title, fontsize=10)
+            ax.axvline(d_head, color="0.2", lw=0.8)
+            if curves is not None:
+                ax.legend(fontsize="x-small", frameon=False)
+        self.gradient_ax.set_yscale("log")
+        if jacobian is not None:
+            limit = max(float(np.max(np.abs(jacobian))), 1e-12)  # symmetric limits: white is 0
+            T = jacobian.shape[0]
+            self.heat_image.set_data(jacobian)
+            self.heat_image.set_clim(-limit, limit)
+            self.heat_image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
+            gain = float(np.linalg.norm(jacobian, 2))
+            self.heat_ax.set_title(f"J of one row, {SCALINGS[scaling]}, d_head = {d_head}\n"
+                                   f"‖J‖₂ = {gain:.3g}, largest weight {largest:.3g}", fontsize=10)
+        else:
+            self.heat_image.set_data(np.zeros((2, 2)))
+            self.heat_ax.set_title("", fontsize=10)
+        if error is not None:
+            figure.text(0.5, 0.5, f"⚠ {error}", ha="center", va="center", color="#B00020", fontsize=11, wrap=True)
+        self.canvas.draw()
+        for text in list(figure.texts):
+            text.remove()
+        return png_bytes(self.canvas)
+
+
+class GradientExplorer(CoalescedRedraw):
+    """The widget: ``T``, ``d_head`` and scaling controls, the figure as an image, a summary line.
+
+    Parameters
+    ----------
+    softmax_jacobian : callable
+        ``softmax_jacobian(p)`` → (T, T) for one row p of shape (T,).
+    softmax_backward : callable
+        ``softmax_backward(p, grad_p)`` for (rows, T) arrays.
+    T : one of :data:`T_OPTIONS`
+    d_head : one of ``D_HEADS`` (1 … 512)
+    scaling : {"none", "sqrt", "linear"}
+        The scaling of the heatmap's row.
+    sync : bool
+        Redraw inside each change handler (tests).
+
+    Raises
+    ------
+    ValueError
+        If an initial setting is out of range.
+    """
+
+    def __init__(self, softmax_jacobian, softmax_backward, *, T=32, d_head=64, scaling="none", sync=False):
+        import ipywidgets as widgets
+
+        if T not in T_OPTIONS:
+            raise ValueError(f"T must be one of {T_OPTIONS}; received {T!r}")
+        if d_head not in D_HEADS:
+            raise ValueError(f"d_head must be one of {D_HEADS}; received {d_head!r}")
+        if scaling not in SCALINGS:
+            raise ValueError(f"scaling must be one of {sorted(SCALINGS)}; received {scaling!r}")
+        self.functions = (softmax_jacobian, softmax_backward)
+        self.sync = sync
+        style = {"description_width": "initial"}
+        self.T_slider = widgets.SelectionSlider(options=T_OPTIONS, value=T, description="T (keys)", style=style)
+        self.d_head_slider = widgets.SelectionSlider(options=D_HEADS, value=d_head, description="d_head", style=style)
+        self.scaling_buttons = widgets.ToggleButtons(options=[(label, key) for key, label in SCALINGS.items()],
+                                                     value=scaling, description="heatmap", style=style)
+        self.image = image_widget(FIGURE_SIZE[0] * DPI)
+        self.summary = widgets.HTML()
+        self.widget = widgets.VBox([widgets.HBox([self.T_slider, self.d_head_slider]), self.scaling_buttons,
+                                    self.image, self.summary])
+        self.figure = GradientFigure()
+        self.curves: Curves | None = None
+        self.curves_error: str | None = None
+        self._curves_key = None
+        self.jacobian: np.ndarray | None = None
+        self.error: str | None = None
+        self.redraws = 0
+        for control in (self.T_slider, self.d_head_slider, self.scaling_buttons):
+            control.observe(self._on_change, names="value")
+        self.redraw()
+
+    def _compute_curves(self, T: int) -> None:
+        backward = latest(self.functions[1])
+        key = (T, backward)
+        if key == self._curves_key:
+            return
+        try:
+            with time_limit(CALL_SECONDS):
+                self.curves, self.curves_error = gradient_curves(backward, T=T, n_rows=N_ROWS), None
+        except Exception as error:  # noqa: BLE001 — whatever the learner's code does becomes one message
+            message = str(error) if isinstance(error, ExperimentError) else f"{type(error).__name__}: {error}"
+            self.curves, self.curves_error = None, message
+        self._curves_key = key
+
+    def _row_jacobian(self, T: int, d_head: int, scaling: str) -> np.ndarray:
+        p = row_weights(d_head, T, scaling, n_rows=N_ROWS)
+        try:
+            with time_limit(CALL_SECONDS):
+                J = latest(self.functions[0])(p.copy())
+        except Exception as error:  # noqa: BLE001
+            raise ExperimentError(f"softmax_jacobian raised {type(error).__name__}: {error}") from None
+        if not isinstance(J, np.ndarray) or J.shape != (T, T) or J.dtype.kind != "f":
+            got = f"shape {J.shape}" if isinstance(J, np.ndarray) else type(J).__name__
+            raise ExperimentError(f"softmax_jacobian(p) for p of shape ({T},) returned {got}; expected ({T}, {T})")
+        return np.asarray(J, dtype=np.float64)
+
+    def redraw(self) -> None:
+        """Recompute what the controls changed and update the image and the summary in place."""
+        T, d_head, scaling = self.T_slider.value, self.d_head_slider.value, self.scaling_buttons.value
+        self._compute_curves(T)
+        try:
+            self.jacobian, self.error = self._row_jacobian(T, d_head, scaling), self.curves_error
+        except ExperimentError as error:
+            self.jacobian, self.error = None, str(error)
+        self.summary.value = self.describe(T, d_head, scaling)
+        largest = float(row_weights(d_head, T, scaling, n_rows=N_ROWS).max())
+        self.image.value = self.figure.render(self.curves, d_head, scaling, self.jacobian, largest, self.error)
+        self.redraws += 1
+
+    def describe(self, T: int, d_head: int, scaling: str) -> str:
+        """The summary line (HTML): the three curves' values at the chosen d_head, or what went wrong."""
+        if self.error is not None:
+            return f"<span style='color:#B00020'>⚠ {self.error}</span>"
+        i = int(np.flatnonzero(self.curves.d_heads == d_head)[0])
+        parts = [f"{label}: ‖J‖₂ {self.curves.gain[key][i]:.3g}, gradient at Q {self.curves.query_gradient[key][i]:.3g}, "
+                 f"entropy {self.curves.entropy[key][i]:.2f} nats" for key, label in SCALINGS.items()]
+        return (f"T = {T}, d_head = {d_head} (ceiling ln T = {math.log(T):.2f} nats; uniform row ‖J‖₂ = 1/T = "
+                f"{1 / T:.3g})<br>" + "<br>".join(parts))
+
+
+def explore_gradients(softmax_jacobian, softmax_backward, **settings):
+    """Show the gradient explorer for the given functions (see :class:`GradientExplorer`).
+
+    Under nbgrader (``NBGRADER_EXECUTION`` set: autograde, validate) nothing is shown and None is
+    returned, so the cell never slows grading down or adds widget output to submissions.
+
+    Returns
+    -------
+    GradientExplorer or None
+    """
+    if os.environ.get("NBGRADER_EXECUTION"):
+        print("(the gradient explorer is not shown while grading)")
+        return None
+    return GradientExplorer(softmax_jacobian, softmax_backward, **settings)
