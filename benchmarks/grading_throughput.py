@@ -93,8 +93,8 @@ def render(rows: list[Measurement], load: tuple[tuple[float, ...], tuple[float, 
         "",
         "**The machine was shared with other sessions' work while this ran** (load average "
         f"{' / '.join(f'{x:.1f}' for x in load[0])} at the start, {' / '.join(f'{x:.1f}' for x in load[1])} at "
-        "the end, over 1 / 5 / 15 min): the ratio is a lower bound of what 2 workers give on an idle 2-core "
-        "machine; re-run it there for the figure to quote.",
+        "the end, over 1 / 5 / 15 min): other work took cores from the runs unevenly, so these ratios are not an idle "
+        "machine's; re-run it on an idle 2-core machine for the figure to quote.",
         "",
         "| submissions | 1 worker | 2 workers | ratio (throughput ×) | per submission, 1 / 2 workers | same scores |",
         "|---|---|---|---|---|---|",

@@ -125,6 +125,7 @@ class GradingRecord:
             self.data = {"version": 1, "assignments": {}}
 
     def entry(self, assignment: str, student: str) -> dict | None:
+        """``{"fingerprint", "notes"}`` stored when ``student``'s submission of ``assignment`` was graded, or None."""
         return self.data["assignments"].get(assignment, {}).get(student)
 
     def unchanged(self, assignment: str, student: str, current: dict[str, str]) -> bool:
@@ -133,14 +134,17 @@ class GradingRecord:
         return entry is not None and entry.get("fingerprint") == current
 
     def notes(self, assignment: str, student: str) -> list[str]:
+        """The table notes of that grading (extra files left out, ...), shown again when it is not re-graded."""
         entry = self.entry(assignment, student) or {}
         return list(entry.get("notes", []))
 
     def graded(self, assignment: str, student: str, current: dict[str, str], notes: list[str]) -> None:
+        """Record that ``student`` was graded from ``current`` (:func:`fingerprint`), with the table's ``notes``."""
         self.data["assignments"].setdefault(assignment, {})[student] = {"fingerprint": current, "notes": notes}
         self._save()
 
     def forget(self, assignment: str, student: str) -> None:
+        """Drop the record of ``student`` (not graded this time: the next run tries again)."""
         if self.data["assignments"].get(assignment, {}).pop(student, None) is not None:
             self._save()
 

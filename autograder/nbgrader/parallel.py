@@ -83,6 +83,14 @@ def grade_students(course_dir: Path, assignment: str, students: list[str], budge
                    disable=(not sys.stderr.isatty()) if progress is None else not progress)
     with tempfile.TemporaryDirectory(prefix="attention-lab-gradebooks-") as scratch:
         template = gradebook_copy.snapshot(course_dir / "gradebook.db", Path(scratch) / "class.db")
+
+        def finished(job: StudentJob, result: JobResult) -> None:
+            results[job.student] = result = job.settle(result)
+            if on_done is not None:
+                on_done(result)
+            bar.set_postfix_str(f"{job.student}: {'graded' if result.graded else 'not graded'}", refresh=False)
+            bar.update(1)
+
         pending = deque(enumerate(students))
         running: dict[object, StudentJob] = {}
         try:
@@ -92,8 +100,14 @@ def grade_students(course_dir: Path, assignment: str, students: list[str], budge
                     copy = Path(scratch) / f"job-{index}.db"
                     copy.write_bytes(template.read_bytes())
                     job = StudentJob(course_dir, assignment, student, budget, copy)
-                    job.start()
+                    try:
+                        job.start()
+                    except OSError as error:  # no process could be made (fork's EAGAIN, ENOMEM): this student only
+                        finished(job, JobResult(student, False, f"its grading process could not start: {error}"))
+                        continue
                     running[job.connection] = job
+                if not running:
+                    continue
                 now = time.monotonic()
                 soonest = min(job.deadline for job in running.values())
                 ready = set(wait(list(running), timeout=max(0.0, soonest - now)))
@@ -101,13 +115,7 @@ def grade_students(course_dir: Path, assignment: str, students: list[str], budge
                 for connection, job in list(running.items()):
                     if connection in ready or job.deadline <= now:
                         del running[connection]
-                        result = job.settle(job.finish())
-                        results[job.student] = result
-                        if on_done is not None:
-                            on_done(result)
-                        bar.set_postfix_str(f"{job.student}: {'graded' if result.graded else 'not graded'}",
-                                            refresh=False)
-                        bar.update(1)
+                        finished(job, job.finish())
         except BaseException:  # interrupted (Ctrl-C) or this process failed: no job outlives it, no partial grades
             for job in running.values():
                 job.kill()
