@@ -13,6 +13,7 @@ rows, scores, comments and feedback are those of grading the students one after 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -79,7 +80,11 @@ def grade_students(course_dir: Path, assignment: str, students: list[str], budge
         raise ValueError(f"workers must be at least 1, got {workers}")
     course_dir = Path(course_dir).resolve()
     results: dict[str, JobResult] = {}
-    bar = Progress(total=len(students), desc=assignment, unit="student", file=sys.stderr, dynamic_ncols=True,
+    # shutil's size, not tqdm's own: a terminal that reports 0 columns and lines (a pseudo-terminal without a
+    # size, as under `script` or some CI runners) would get no bar at all
+    size = shutil.get_terminal_size()
+    bar = Progress(total=len(students), desc=assignment, unit="student", file=sys.stderr,
+                   ncols=size.columns, nrows=size.lines,
                    disable=(not sys.stderr.isatty()) if progress is None else not progress)
     with tempfile.TemporaryDirectory(prefix="attention-lab-gradebooks-") as scratch:
         template = gradebook_copy.snapshot(course_dir / "gradebook.db", Path(scratch) / "class.db")
