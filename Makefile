@@ -13,6 +13,7 @@ HUB_INSTRUCTOR ?= instructor
 HUB_STUDENTS ?= student1 student2
 HUB_PORT ?= 0
 HUB_ARGS ?=
+GRADE_ARGS ?=
 # the version of Node's configurable-http-proxy (JupyterHub's proxy) that `make proxy` installs; needs Node >= 18
 PROXY_VERSION := 5.1.0
 
@@ -21,7 +22,7 @@ export PATH := $(BIN):$(PATH)
 # On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install lab test test-fast release grade demo report student-env worked-cases lite clean sandbox hub hub-teardown proxy
+.PHONY: install lab test test-fast release grade bench-grading demo report student-env worked-cases lite clean sandbox hub hub-teardown proxy
 
 install: $(STAMP)
 
@@ -47,9 +48,10 @@ test-fast: $(STAMP)
 release: $(STAMP)
 	$(BIN)/python -m autograder release $(ASSIGNMENTS)
 
-## grade: autograde a real class: submitted/<student>/<assignment>/*.ipynb
+## grade: autograde a real class: submitted/<student>/<assignment>/*.ipynb, on every core
+## (GRADE_ARGS="--workers N" for N at once, "--force" to grade unchanged submissions again)
 grade: $(STAMP) sandbox
-	$(BIN)/python -m autograder grade $(ASSIGNMENTS)
+	$(BIN)/python -m autograder grade $(ASSIGNMENTS) $(GRADE_ARGS)
 
 ## demo: grade the embedded example class in a temporary course directory
 demo: $(STAMP) sandbox
@@ -93,6 +95,10 @@ proxy:
 lite: $(STAMP)
 	@command -v npm >/dev/null 2>&1 || { echo "make lite fetches Pyodide's core with npm: install Node.js and npm (Debian: apt-get install npm)" >&2; exit 1; }
 	$(BIN)/python -m autograder lite
+
+## bench-grading: assignment 1's example class graded on 1 and on 2 workers; writes benchmarks/grading_throughput.md
+bench-grading: $(STAMP) sandbox
+	$(BIN)/python benchmarks/grading_throughput.py
 
 ## sandbox: bubblewrap (bwrap), in which grading runs learners' notebooks; installed with apt-get when run as root
 sandbox:

@@ -29,6 +29,7 @@ SLOW_MODULES = {
     "test_grading": "nbgrader end to end: the example classes, the hostile bank and the grader report",
     "test_metadata_restore": "nbgrader end to end: one submission after another",
     "test_student_job": "nbgrader per student in a child process, each limit just over and just under",
+    "test_parallel_grading": "nbgrader end to end: a class graded on one and on two workers, re-runs, a broken kernel",
     "test_release": "nbgrader generate_assignment and validate on every notebook",
     "test_sandbox": "bubblewrap kernels",
     "test_sandbox_image": "builds a sandbox image",

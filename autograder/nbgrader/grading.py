@@ -5,8 +5,12 @@ Used by ``make grade`` (a real class, course root = the repository) and
 directory). nbgrader does the work — ``generate_assignment`` to load the
 source and hidden tests into the gradebook, then per student ``autograde``
 and ``generate_feedback`` in a child process with its own budget
-(:mod:`autograder.nbgrader.student_job`) — and this module reads the gradebook back
-into a table and ``grades.csv``.
+(:mod:`autograder.nbgrader.student_job`), several students at once
+(:mod:`autograder.nbgrader.parallel`; the gradebook has one writer) — and this
+module reads the gradebook back into a table and ``grades.csv``. Before the
+first student it checks that the sandboxed kernel can import what the probes
+need (:mod:`autograder.nbgrader.preflight`); a re-run grades only the
+submissions whose grade could have changed (:mod:`autograder.nbgrader.fingerprints`).
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ class StudentResult:
     steps: dict[str, tuple[float, float]] | None
     note: str = ""
     named: list[str] = field(default_factory=list)
+    unchanged: bool = False  # not graded again: nothing its grade depends on changed since it was graded
 
     @property
     def total(self) -> float:
@@ -263,34 +268,118 @@ def write_class_csv(path: Path, results: dict[str, tuple[list[str], list[Student
         write_csv(path.parent / f"grades-{assignment}.csv", assignment, steps, rows)
 
 
-def grade_class(course_dir: Path, assignment: str, students: list[str]) -> tuple[list[str], list[StudentResult]]:
+def grade_class(course_dir: Path, assignment: str, students: list[str], workers: int | None = None,
+                force: bool = False, progress: bool | None = None) -> tuple[list[str], list[StudentResult]]:
     """Autograde every submission of ``assignment`` in ``course_dir/submitted`` and write feedback.
 
-    Each student is graded on their own (:func:`autograder.nbgrader.student_job.run_student`: a child process
-    with a memory and a wall-clock budget), one after the other; a submission that cannot be
-    graded is reported with its reason and the next student is graded. Returns the steps and
-    per-student results read back from the gradebook.
+    Each student is graded on their own (:class:`autograder.nbgrader.student_job.StudentJob`: a child
+    process with a memory and a wall-clock budget), up to ``workers`` at once
+    (:func:`autograder.nbgrader.parallel.grade_students`); a submission that cannot be graded is
+    reported with its reason and the others are graded.
+
+    Parameters
+    ----------
+    course_dir : Path
+        The course root: ``nbgrader_config.py``, ``source/``, ``submitted/``; ``gradebook.db`` is made if missing.
+    assignment : str
+        The assignment id (a folder of ``source/``).
+    students : list of str
+        Student ids with a submission in ``submitted/<student>/<assignment>/``.
+    workers : int, optional
+        Students graded at once (default: the cores this process may use).
+    force : bool
+        Grade every submission again, also those whose submission, assignment source, spec and grader
+        version are unchanged since they were graded (``gradebook-hashes.json``).
+    progress : bool, optional
+        A progress bar with the ETA on stderr (default: when stderr is a terminal).
+
+    Returns
+    -------
+    steps : list of str
+        Test-cell grade ids in notebook order.
+    results : list of StudentResult
+        Per student, read back from the gradebook (``unchanged`` for those not graded again).
+
+    Raises
+    ------
+    autograder.nbgrader.preflight.GradingStopped
+        Before the first student, when the course's sandboxed kernel cannot import what the probes need
+        (then no gradebook row is written).
     """
-    from autograder.nbgrader import student_job
+    from autograder.nbgrader import fingerprints, parallel, student_job
     from autograder.nbgrader.submission_limits import quarantine, student_id_problem
 
-    load_into_gradebook(course_dir, assignment)
-    budget = student_job.StudentBudget(config=course_config(course_dir))
-    problems, notes = {}, {}
-    with open(course_dir / "grading.log", "a") as log:
-        log.write(f"==== {assignment} ====\n")
-        for student in students:
-            unsafe = student_id_problem(student)
-            if unsafe:  # never graded, and moved where Formgrader does not list it
-                moved = quarantine(course_dir, student).relative_to(course_dir)
-                problems[student] = f"{unsafe}; moved to {moved}/"
-                continue
-            job = student_job.run_student(course_dir, assignment, student, budget)
-            log.write(f"---- {student} ----\n{job.log}\n")
-            if not job.graded:
-                problems[student] = job.reason
-            notes[student] = job.notes
-    return read_results(course_dir, assignment, students, problems, notes)
+    course_dir = Path(course_dir).resolve()
+    record = fingerprints.GradingRecord(course_dir)
+    grader = fingerprints.grader_version(course_dir)
+    problems, notes, hashes, unchanged, to_grade = {}, {}, {}, set(), []
+    still_graded = _autograded_students(course_dir, assignment)
+    for student in students:
+        unsafe = student_id_problem(student)
+        if unsafe:  # never graded, and moved where Formgrader does not list it
+            moved = quarantine(course_dir, student).relative_to(course_dir)
+            problems[student] = f"{unsafe}; moved to {moved}/"
+            continue
+        hashes[student] = fingerprints.fingerprint(course_dir, assignment, student, grader)
+        if not force and student in still_graded and record.unchanged(assignment, student, hashes[student]):
+            unchanged.add(student)
+            notes[student] = record.notes(assignment, student)
+        else:
+            to_grade.append(student)
+    if to_grade:
+        _require_probe_kernel(course_dir)
+        load_into_gradebook(course_dir, assignment)
+        budget = student_job.StudentBudget(config=course_config(course_dir))
+        with open(course_dir / "grading.log", "a") as log:
+            log.write(f"==== {assignment} ====\n")
+
+            def done(job: student_job.JobResult) -> None:
+                log.write(f"---- {job.student} ----\n{job.log}\n")
+                log.flush()
+                notes[job.student] = job.notes
+                if job.graded:
+                    record.graded(assignment, job.student, hashes[job.student], job.notes)
+                else:
+                    problems[job.student] = job.reason
+                    record.forget(assignment, job.student)
+
+            parallel.grade_students(course_dir, assignment, to_grade, budget, workers, progress, on_done=done)
+    steps, results = read_results(course_dir, assignment, students, problems, notes)
+    for result in results:
+        result.unchanged = result.student in unchanged
+    return steps, results
+
+
+_kernels_checked: set[tuple[Path, str]] = set()
+
+
+def _require_probe_kernel(course_dir: Path) -> None:
+    """:func:`autograder.nbgrader.preflight.require_probe_kernel`, once per course configuration and process."""
+    from autograder.nbgrader import preflight
+
+    config = course_dir / "nbgrader_config.py"
+    key = (course_dir, config.read_text() if config.exists() else "")
+    if key not in _kernels_checked:
+        preflight.require_probe_kernel(course_dir)
+        _kernels_checked.add(key)
+
+
+def _autograded_students(course_dir: Path, assignment: str) -> set[str]:
+    """Students whose submission of ``assignment`` has every code grade cell autograded, and their feedback."""
+    if not (course_dir / "gradebook.db").exists():
+        return set()
+    found = set()
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
+        try:
+            submissions = gradebook.find_assignment(assignment).submissions
+        except MissingEntry:
+            return set()
+        for submission in submissions:
+            grades = [g for nb in submission.notebooks for g in nb.grades if getattr(g.cell, "cell_type", "") == "code"]
+            if all(g.auto_score is not None for g in grades) and \
+                    (course_dir / "feedback" / submission.student.id / assignment).is_dir():
+                found.add(submission.student.id)
+    return found
 
 
 def submitted_students(course_dir: Path, assignment: str) -> list[str]:
@@ -302,14 +391,31 @@ def submitted_students(course_dir: Path, assignment: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m autograder.nbgrader.grading [ASSIGNMENT ...]``: grade the real class in the current course root."""
+    """``python -m autograder grade [ASSIGNMENT ...] [--workers N] [--force]``: grade the real class in the course root.
+
+    Returns 0 when the class was graded (students that could not be graded are listed with their reason),
+    1 when grading could not start (one line on stderr says why).
+    """
     import argparse
+
+    from autograder.nbgrader.parallel import default_workers
+    from autograder.nbgrader.preflight import GradingStopped
 
     parser = argparse.ArgumentParser(description="Autograde submitted/ with nbgrader and print a table.")
     parser.add_argument("assignments", nargs="*", help="assignment names (default: every folder in source/)")
     parser.add_argument("--course-dir", type=Path, default=Path.cwd())
+    parser.add_argument("--workers", type=int, default=default_workers(),
+                        help="students graded at once, each in its own sandboxed process (default: the cores, "
+                             "%(default)s here)")
+    parser.add_argument("--force", action="store_true",
+                        help="grade every submission again, also those unchanged since they were graded")
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
     course_dir = args.course_dir.resolve()
+    if not (course_dir / "source").is_dir():
+        print(f"grading stopped: {course_dir} is not a course directory (no source/ folder)", file=sys.stderr)
+        return 1
     assignments = args.assignments or sorted(p.name for p in (course_dir / "source").iterdir() if p.is_dir())
     graded_any = False
     for assignment in assignments:
@@ -318,11 +424,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{assignment}: nothing in submitted/<student>/{assignment}/ to grade")
             continue
         graded_any = True
-        steps, results = grade_class(course_dir, assignment, students)
+        try:
+            steps, results = grade_class(course_dir, assignment, students, workers=args.workers, force=args.force)
+        except GradingStopped as stopped:
+            print(stopped, file=sys.stderr)
+            return 1
         out = course_dir / f"grades-{assignment}.csv"
         write_csv(out, assignment, steps, results)
         print(f"\n{assignment}: {len(students)} submission(s)\n")
         print(format_table(steps, results, assignment))
+        kept = sum(r.unchanged for r in results)
+        if kept:
+            print(f"\n{kept} submission(s) unchanged since they were graded: not graded again (--force grades them)")
+        failed = [r for r in results if r.steps is None]
+        if failed:
+            print(f"\nnot graded ({len(failed)}):")
+            for result in failed:
+                print(f"  {result.student}: {result.note.removeprefix('not graded: ')}")
         print(f"\ngrades: {out}\nfeedback: {course_dir / 'feedback'}/<student>/{assignment}/\n"
               f"nbgrader log: {course_dir / 'grading.log'}")
     if not graded_any:

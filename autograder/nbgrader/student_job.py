@@ -8,9 +8,15 @@ through its public Python API (``NbGraderAPI.autograde`` and
 limit (``RLIMIT_AS``) and kills it when its wall clock runs out; either way
 the next student is graded, and a student whose grading did not finish
 leaves no partial gradebook rows (removed with ``Gradebook.remove_submission``)
-and no half-written ``autograded/`` or ``feedback/`` folder. Only one child
-runs at a time, so the gradebook has one writer; a parallel grader can run
-several jobs on separate gradebooks and merge them.
+and no half-written ``autograded/`` or ``feedback/`` folder.
+
+The child never writes the class gradebook: it autograds into its own copy
+(``c.CourseDirectory.db_url``), and the calling process copies the student's
+rows into the class gradebook (:mod:`autograder.nbgrader.gradebook_copy`), so
+that several jobs can run at once with one writer
+(:mod:`autograder.nbgrader.parallel`). :class:`StudentJob` is one such job,
+started and finished by its caller; :func:`run_student` grades one student
+with it.
 
 Budgets are set in ``nbgrader_config.py``, e.g.
 ``c.StudentBudget.wall_clock_seconds = 600``.
@@ -35,6 +41,7 @@ from traitlets import Integer
 from traitlets.config import Configurable
 
 from autograder.course import COURSE_ID
+from autograder.nbgrader import gradebook_copy
 from autograder.nbgrader.grading import course_config
 from autograder.sandbox import SandboxedKernelManager
 from autograder.nbgrader.sanitize import inert_text
@@ -76,7 +83,7 @@ def _failure(result: dict) -> str:
     return errors[-1][:200] if errors else "nbgrader stopped without saying why"
 
 
-def grade_student(course_dir: Path, assignment: str, student: str) -> JobResult:
+def grade_student(course_dir: Path, assignment: str, student: str, db_url: str | None = None) -> JobResult:
     """Autograde one student's submission and write their feedback, with nbgrader's Python API.
 
     Parameters
@@ -85,6 +92,8 @@ def grade_student(course_dir: Path, assignment: str, student: str) -> JobResult:
         The course root (``nbgrader_config.py``, ``gradebook.db``, ``submitted/``).
     assignment, student : str
         Which submission: ``submitted/<student>/<assignment>/``.
+    db_url : str, optional
+        The gradebook nbgrader writes (``c.CourseDirectory.db_url``; default: the course's ``gradebook.db``).
 
     Returns
     -------
@@ -112,6 +121,8 @@ def grade_student(course_dir: Path, assignment: str, student: str) -> JobResult:
     notes = [f"extra files not copied: {', '.join(inert_text(f, 40) for f in extra[:5])}"
              + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")] if extra else []
     config.CourseDirectory.root = str(course_dir)
+    if db_url is not None:
+        config.CourseDirectory.db_url = db_url
     ignore = list(CourseDirectory.class_traits()["ignore"].default())
     config.CourseDirectory.ignore = ignore + ["*", ".*"]  # grading copies no file but the notebooks
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
@@ -145,7 +156,8 @@ def _vm_peak() -> int:
         return 0
 
 
-def _child(connection, course_dir: Path, assignment: str, student: str, memory_bytes: int, log_path: str) -> None:
+def _child(connection, course_dir: Path, assignment: str, student: str, memory_bytes: int, log_path: str,
+           db_url: str) -> None:
     """In the child: own process group, the memory limit, output to a log file, then the job."""
     os.setpgrp()
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
@@ -154,7 +166,7 @@ def _child(connection, course_dir: Path, assignment: str, student: str, memory_b
         os.dup2(log.fileno(), 2)
     os.chdir(course_dir)
     try:
-        result = grade_student(course_dir, assignment, student)
+        result = grade_student(course_dir, assignment, student, db_url)
     except MemoryError:
         result = JobResult(student, False, f"grading it went over the memory budget of {byte_size(memory_bytes)} "
                                            "(StudentBudget.memory_bytes)")
@@ -173,25 +185,32 @@ def remove_partial_grades(course_dir: Path, assignment: str, student: str, stude
     """Remove what a grading that did not finish left: gradebook rows (public Gradebook API) and output folders."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
-        with contextlib.suppress(MissingEntry):
-            gradebook.remove_submission(assignment, student)
-        if not student_existed:
+    if (course_dir / "gradebook.db").exists():
+        with Gradebook(class_gradebook(course_dir), course_id=COURSE_ID) as gradebook:
             with contextlib.suppress(MissingEntry):
-                if not gradebook.find_student(student).submissions:
-                    gradebook.remove_student(student)
+                gradebook.remove_submission(assignment, student)
+            if not student_existed:
+                with contextlib.suppress(MissingEntry):
+                    if not gradebook.find_student(student).submissions:
+                        gradebook.remove_student(student)
     for folder in ("autograded", "feedback"):
         shutil.rmtree(course_dir / folder / student / assignment, ignore_errors=True)
         with contextlib.suppress(OSError):  # the student's folder too, unless another assignment is in it
             (course_dir / folder / student).rmdir()
 
 
-def _student_exists(course_dir: Path, student: str) -> bool:
+def class_gradebook(course_dir: Path) -> str:
+    """nbgrader ``db_url`` of the course's gradebook (``gradebook.db`` at the course root)."""
+    return gradebook_copy.sqlite_url(Path(course_dir) / "gradebook.db")
+
+
+def student_exists(course_dir: Path, student: str) -> bool:
+    """Whether the class gradebook knows ``student`` (before their job: a failed job of a new student removes them)."""
     from nbgrader.api import Gradebook, MissingEntry
 
     if not (course_dir / "gradebook.db").exists():
         return False
-    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
+    with Gradebook(class_gradebook(course_dir), course_id=COURSE_ID) as gradebook:
         try:
             gradebook.find_student(student)
             return True
@@ -199,13 +218,130 @@ def _student_exists(course_dir: Path, student: str) -> bool:
             return False
 
 
-def run_student(course_dir: Path, assignment: str, student: str, budget: StudentBudget | None = None) -> JobResult:
-    """:func:`grade_student` in a child process, within ``budget``; a job that fails leaves no partial grades.
+class StudentJob:
+    """One student's :func:`grade_student` in a forked child, within ``budget``, autograding into ``job_gradebook``.
+
+    The caller :meth:`start`\ s it, waits until :attr:`connection` is readable
+    (``multiprocessing.connection.wait``) or :attr:`deadline` has passed, then
+    calls :meth:`finish`; :meth:`settle` then writes the outcome into the class
+    gradebook. Jobs start from the caller's thread: the parent runs no threads,
+    so forking it is safe.
 
     Parameters
     ----------
     course_dir : Path
-        The course root.
+        The course root (resolved).
+    assignment, student : str
+        Which submission.
+    budget : StudentBudget
+        Wall clock and memory for the whole job.
+    job_gradebook : Path
+        The job's own copy of the class gradebook (:func:`autograder.nbgrader.gradebook_copy.snapshot`).
+    """
+
+    def __init__(self, course_dir: Path, assignment: str, student: str, budget: StudentBudget,
+                 job_gradebook: Path):
+        self.course_dir, self.assignment, self.student = Path(course_dir), assignment, student
+        self.budget, self.job_gradebook = budget, Path(job_gradebook)
+        self.existed = student_exists(self.course_dir, student)
+        self.process = self.connection = self.log = None
+        self.started = self.deadline = 0.0
+
+    def start(self) -> None:
+        """Fork the child (its own process group, the memory limit, output to a log file) and start its clock."""
+        context = multiprocessing.get_context("fork")  # the parent's imports and caches come along
+        self.connection, send = context.Pipe(duplex=False)
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="attention-lab-job-", suffix=".log")
+        self.process = context.Process(target=_child, daemon=True, args=(
+            send, self.course_dir, self.assignment, self.student, self.budget.memory_bytes, self.log.name,
+            gradebook_copy.sqlite_url(self.job_gradebook)))
+        self.started = time.monotonic()
+        self.deadline = self.started + self.budget.wall_clock_seconds
+        self.process.start()
+        send.close()
+
+    def finish(self) -> JobResult:
+        """The child's result; a child that died or is past its deadline is killed with its process group.
+
+        Returns
+        -------
+        JobResult
+            Also for a job that was killed ("took longer than the wall-clock budget of N s") or died
+            ("the grading process stopped (SIGSEGV) ..."); ``log`` holds everything the child wrote.
+        """
+        result = None
+        in_time = self.connection.poll(max(0.0, self.deadline - time.monotonic()))
+        if in_time:  # a result, or the child's end of the pipe closing
+            with contextlib.suppress(EOFError, OSError):
+                result = self.connection.recv()
+        if result is None:
+            if in_time:
+                self.process.join(30)  # it closed the pipe by dying: wait for its exit status
+            code = self.process.exitcode
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)  # the job and what it started in its process group
+            self.process.join()
+            if code is None:
+                reason = (f"grading it took longer than the wall-clock budget of {self.budget.wall_clock_seconds} s "
+                          "(StudentBudget.wall_clock_seconds), so it was stopped")
+            else:
+                name = signal.Signals(-code).name if code < 0 else f"exit code {code}"
+                reason = (f"the grading process stopped ({name}); it may have gone over the memory budget of "
+                          f"{byte_size(self.budget.memory_bytes)} (StudentBudget.memory_bytes)")
+            result = JobResult(self.student, False, reason)
+        self.process.join(30)
+        if self.process.exitcode is None:  # it sent its result but does not exit
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.join()
+        self.connection.close()
+        result.seconds = time.monotonic() - self.started
+        self.log.seek(0)
+        child_output = self.log.read()[-LOG_LIMIT:]
+        self.log.close()
+        result.log = child_output or result.log[-LOG_LIMIT:]  # the child's stderr holds nbgrader's whole log
+        return result
+
+    def kill(self) -> None:
+        """Stop the child and what it started now (the run was interrupted); leaves no partial grades."""
+        if self.process is not None and self.process.exitcode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.join()
+        if self.log is not None:
+            self.log.close()
+        remove_partial_grades(self.course_dir, self.assignment, self.student, self.existed)
+
+    def settle(self, result: JobResult) -> JobResult:
+        """Write the outcome into the class gradebook (the caller is its only writer).
+
+        A graded student's rows are copied from the job's gradebook; a student who was not graded has no rows
+        and no ``autograded/`` or ``feedback/`` folder left for this assignment. A copy that fails turns the
+        result into not graded, with the reason.
+        """
+        if result.graded:
+            try:
+                gradebook_copy.copy_submission(gradebook_copy.sqlite_url(self.job_gradebook),
+                                               class_gradebook(self.course_dir), self.assignment, self.student)
+            except Exception as error:  # noqa: BLE001 — one student's problem never stops the class
+                result.graded = False
+                result.reason = f"its grades could not be copied into the gradebook: {type(error).__name__}: {error}"[:300]
+        if not result.graded:
+            remove_partial_grades(self.course_dir, self.assignment, self.student, self.existed)
+        self.job_gradebook.unlink(missing_ok=True)
+        return result
+
+
+def run_student(course_dir: Path, assignment: str, student: str, budget: StudentBudget | None = None) -> JobResult:
+    """:func:`grade_student` in a child process, within ``budget``; a job that fails leaves no partial grades.
+
+    The child autogrades into a copy of the class gradebook; this process then copies the student's rows
+    into ``gradebook.db`` (:class:`StudentJob`).
+
+    Parameters
+    ----------
+    course_dir : Path
+        The course root; its ``gradebook.db`` must hold the assignment (``generate_assignment``).
     assignment, student : str
         Which submission.
     budget : StudentBudget, optional
@@ -221,44 +357,11 @@ def run_student(course_dir: Path, assignment: str, student: str, budget: Student
     course_dir = Path(course_dir).resolve()
     if budget is None:
         budget = StudentBudget(config=course_config(course_dir))
-    existed = _student_exists(course_dir, student)
-    context = multiprocessing.get_context("fork")  # the parent's imports and caches come along, nothing to re-import
-    receive, send = context.Pipe(duplex=False)
-    with tempfile.NamedTemporaryFile("w+", prefix="attention-lab-job-", suffix=".log") as log:
-        process = context.Process(target=_child, args=(send, course_dir, assignment, student,
-                                                       budget.memory_bytes, log.name), daemon=True)
-        started = time.monotonic()
-        process.start()
-        send.close()
-        result = None
-        in_time = receive.poll(budget.wall_clock_seconds)  # a result, or the child's end of the pipe closing
-        if in_time:
-            with contextlib.suppress(EOFError, OSError):
-                result = receive.recv()
-        if result is None:
-            if in_time:
-                process.join(30)  # it closed the pipe by dying: wait for its exit status
-            code = process.exitcode
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)  # the job and what it started in its process group
-            process.join()
-            if code is None:
-                reason = (f"grading it took longer than the wall-clock budget of {budget.wall_clock_seconds} s "
-                          "(StudentBudget.wall_clock_seconds), so it was stopped")
-            else:
-                name = signal.Signals(-code).name if code < 0 else f"exit code {code}"
-                reason = (f"the grading process stopped ({name}); it may have gone over the memory budget of "
-                          f"{byte_size(budget.memory_bytes)} (StudentBudget.memory_bytes)")
-            result = JobResult(student, False, reason)
-        process.join()
-        receive.close()
-        result.seconds = time.monotonic() - started
-        log.seek(0)
-        child_output = log.read()[-LOG_LIMIT:]
-    result.log = child_output or result.log[-LOG_LIMIT:]  # the child's stderr holds nbgrader's whole log
-    if not result.graded:
-        remove_partial_grades(course_dir, assignment, student, existed)
-    return result
+    with tempfile.TemporaryDirectory(prefix="attention-lab-gradebook-") as scratch:
+        copy = gradebook_copy.snapshot(course_dir / "gradebook.db", Path(scratch) / "job.db")
+        job = StudentJob(course_dir, assignment, student, budget, copy)
+        job.start()
+        return job.settle(job.finish())
 
 
 if __name__ == "__main__":  # python -m autograder.nbgrader.student_job COURSE ASSIGNMENT STUDENT
