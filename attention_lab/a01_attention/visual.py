@@ -172,7 +172,7 @@ def curve_rows(T: int) -> np.ndarray:
     Parameters
     ----------
     T : int
-        Sequence length, ≥ 1.
+        The explorer's number of query positions (the ``T`` slider), ≥ 1.
 
     Returns
     -------

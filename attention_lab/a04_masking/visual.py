@@ -66,7 +66,7 @@ class Settings:
 
 @dataclass
 class View:
-    """Everything drawn for one :class:`Settings`.
+    """The masking explorer's arrays for one :class:`Settings`: scores, the learner's mask, weights, outputs.
 
     Attributes
     ----------
@@ -322,10 +322,9 @@ class MaskingExplorer(Explorer):
     logit_size : one of :data:`LOGIT_SIZES`
     seed : int
         Initial seed of the random scores.
-    colour_scale : str
-        Initial colour scale of the heatmaps, one of :data:`~attention_lab.core.plots.COLOUR_SCALES`.
-    sync : bool
-        True: redraw inside each change handler (tests); see :class:`~attention_lab.core.explorer.Explorer`.
+    colour_scale, sync
+        As for :class:`attention_lab.a02_multi_head.visual.MultiHeadExplorer`: the heatmaps' initial colour
+        scale, and redrawing inside each change handler (tests).
 
     Raises
     ------

@@ -54,10 +54,17 @@ def _mismatch(a: np.ndarray, b: np.ndarray) -> float:
 def check_softmax_jacobian(softmax_jacobian: Callable) -> None:
     """Self-check ``softmax_jacobian(p)``: worked cases, then a batch's shape, symmetry, row sums and differences.
 
+    Parameters
+    ----------
+    softmax_jacobian : callable
+        The learner's function: ``p`` (..., n), float, rows of probabilities; returns the Jacobians diag(p)
+        − p pᵀ, shape (..., n, n).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        When a worked case differs, a Jacobian is not symmetric or its rows do not sum to 0, or a row's
+        Jacobian differs from central differences of the softmax.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "softmax_jacobian", softmax_jacobian)
@@ -88,10 +95,17 @@ def check_softmax_jacobian(softmax_jacobian: Callable) -> None:
 def check_softmax_backward(softmax_backward: Callable) -> None:
     """Self-check ``softmax_backward(p, grad_p)``: worked cases, then a batch, row sums, blocked entries, shifts.
 
+    Parameters
+    ----------
+    softmax_backward : callable
+        The learner's function: ``p`` (..., n) rows of probabilities and ``grad_p`` (..., n), float; returns
+        the gradient reaching the logits, p ⊙ (g − ⟨g, p⟩), shape (..., n).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        When a worked case differs, a batch gives another shape, a row's gradient does not sum to 0, a
+        blocked entry (p = 0) gets gradient, or a shift of ``grad_p`` changes the result.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "softmax_backward", softmax_backward)
@@ -127,10 +141,19 @@ def _loss_gradients(Q, K, V, G, mask, scale):
 def check_attention_backward(attention_backward: Callable) -> None:
     """Self-check ``attention_backward``: worked cases, then central differences on broadcast batches with masks.
 
+    Parameters
+    ----------
+    attention_backward : callable
+        The learner's function: ``Q`` (..., T_q, d_k), ``K`` (..., T_k, d_k), ``V`` (..., T_k, d_v),
+        ``grad_out`` (..., T_q, d_v), float, ``mask`` and ``scale`` as in the forward pass; returns ``(dQ,
+        dK, dV)`` with the shapes of Q, K, V.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        When a worked case differs, the result is not a tuple (dQ, dK, dV), a query row with no allowed key
+        gets a non-zero dQ row, or a gradient differs from central differences of the given
+        attention_forward.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "attention_backward", attention_backward)
@@ -162,10 +185,17 @@ def check_attention_backward(attention_backward: Callable) -> None:
 def check_numerical_gradient(numerical_gradient: Callable) -> None:
     """Self-check ``numerical_gradient(f, x, eps)``: worked cases, then a loss whose gradient is known exactly.
 
+    Parameters
+    ----------
+    numerical_gradient : callable
+        The learner's function: ``f`` (a scalar function of an array), ``x`` (any shape, float) and ``eps``;
+        returns the central-difference gradient, float64, shape of ``x``.
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        When a worked case differs, ``x`` is modified, or with the default eps the result is off the exact
+        gradient of a cubic loss by a relative error over 1e-6.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "numerical_gradient", numerical_gradient)
@@ -185,10 +215,17 @@ def check_numerical_gradient(numerical_gradient: Callable) -> None:
 def check_relative_error(relative_error: Callable) -> None:
     """Self-check ``relative_error(analytic, numerical)``: worked cases, then 0, 1, symmetry on 3-D arrays.
 
+    Parameters
+    ----------
+    relative_error : callable
+        The learner's function: two arrays ``analytic`` and ``numerical`` of one shape; returns ‖a − n‖₂ /
+        max(‖a‖₂, ‖n‖₂) as a float (0 when both are 0).
+
     Raises
     ------
     SelfCheckFailed
-        With a message saying what is wrong.
+        When a worked case differs, the result is not one number for whole arrays, equal arrays do not give
+        0, an array against zeros does not give 1, or swapping the arguments changes the result.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_worked_cases(ASSIGNMENT, "relative_error", relative_error)

@@ -50,7 +50,7 @@ def snapshot(gradebook: Path, target: Path) -> Path:
     Returns
     -------
     Path
-        ``target``.
+        ``target``, now a consistent snapshot of ``gradebook`` (taken with SQLite's backup API).
 
     Raises
     ------
