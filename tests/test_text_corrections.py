@@ -25,15 +25,13 @@ from autograder.assignments.a03_positional import spec as spec_3
 from autograder.assignments.a03_positional.bank import MISTAKES as MISTAKES_3
 from autograder.assignments.a05_kv_cache import reference as ref_5
 from autograder.nbgrader.notebook_cells import read
+from autograder.assignments import all_assignments
 from conftest import REPO
 
-NOTEBOOKS = {
-    1: REPO / "source" / "01_scaled_dot_product_attention" / "scaled_dot_product_attention.ipynb",
-    2: REPO / "source" / "02_multi_head_attention" / "multi_head_attention.ipynb",
-    3: REPO / "source" / "03_positional_encoding" / "positional_encoding.ipynb",
-    4: REPO / "source" / "04_masks_and_stability" / "masks_and_stability.ipynb",
-    5: REPO / "source" / "05_kv_cache" / "kv_cache.ipynb",
-}
+#: assignment number → its source notebook, in course order (from the specs)
+NOTEBOOKS = {number: REPO / "source" / name / assignment.notebook
+             for number, (name, assignment) in enumerate(all_assignments().items(), start=1)}
+COUNTS = "zero one two three four five six seven eight nine ten".split()
 START_PAGE = REPO / "notebooks" / "00_start_here.ipynb"
 
 
@@ -356,10 +354,9 @@ def test_the_time_estimates_add_up_to_what_the_start_page_and_the_readme_say():
     total = (sum(low for _, (low, _) in rows), sum(high for _, (_, high) in rows))
     in_assignments = (sum(low for low, _ in assignments), sum(high for _, high in assignments))
     in_explorers = sum(low for low, _ in explorers)
-    assert total == (7.25, 8.0)                    # 1.5–2 + 1 + 1.25 + 1.25 + 1–1.25 h, and 5 × 15 min
     page = markdown(START_PAGE)
     assert (f"**In all: about {total[0]:g}–{total[1]:g} hours** — {in_assignments[0]:g}–{in_assignments[1]:g} h for "
-            f"the five assignments and {in_explorers:g} h for the five explorers") in page
+            f"the {COUNTS[len(assignments)]} assignments and {in_explorers:g} h for the {COUNTS[len(explorers)]} explorers") in page
     readme = words((REPO / "README.md").read_text(encoding="utf-8"))
     assert f"(about {total[0]:g}–{total[1]:g} hours in all)" in readme
     assert "6–7 hours" not in readme

@@ -66,7 +66,9 @@ def _code_hash() -> str:
 def grader_version(course_dir: Path) -> str:
     """The grader's version as a hash: package versions, the grading code, the course's ``nbgrader_config.py``."""
     versions = []
-    for package in ("attention-lab", "nbgrader"):
+    # this package's distribution (pyproject.toml's name) as installed, and nbgrader's
+    ours = metadata.packages_distributions().get("autograder", ["?"])[0]
+    for package in (ours, "nbgrader"):
         try:
             versions.append(f"{package}={metadata.version(package)}")
         except metadata.PackageNotFoundError:
