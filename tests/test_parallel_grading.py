@@ -1,6 +1,6 @@
 """Grading on every core (issue 14 §2) and from any course directory (§4b), end to end with nbgrader.
 
-Assignment 1's example class is graded twice, in two course directories, on one worker and on two: every
+Assignment 1's end-to-end sample is graded twice, in two course directories, on one worker and on two: every
 score, comment, gradebook row and feedback file must be the same. A re-run grades only what changed
 (``gradebook-hashes.json``) unless ``--force``; a course copied outside the checkout is graded from its own
 directory; a course whose sandboxed kernel cannot import ``attention_lab`` stops before the first student.
@@ -50,11 +50,16 @@ def log_sections(course: Path) -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def graded_twice(tmp_path_factory):
-    """Assignment 1's example class graded on 1 worker and, in a second course directory, on 2."""
+    """Assignment 1's end-to-end sample graded on 1 worker and, in a second course directory, on 2.
+
+    The sample (``example_class.end_to_end_sample``) holds each kind of submission the runs must agree on: the
+    solution, the untouched release, a correct answer written differently, a named mistake, and an unnamed one
+    whose later steps need the stand-in passes.
+    """
     runs = {}
     for workers in (1, 2):
         course = tmp_path_factory.mktemp(f"workers{workers}")
-        students = example_class.prepare_course(course, [ASSIGNMENT])[ASSIGNMENT]
+        students = example_class.prepare_course(course, [ASSIGNMENT], sample=True)[ASSIGNMENT]
         stderr = io.StringIO()
         with contextlib.redirect_stderr(stderr):
             steps, rows = grading.grade_class(course, ASSIGNMENT, students, workers=workers, progress=True)
@@ -65,7 +70,7 @@ def graded_twice(tmp_path_factory):
 def test_two_workers_give_every_score_comment_row_and_feedback_file_of_one(graded_twice):
     one, two = graded_twice[1], graded_twice[2]
     assert one[1] == two[1]
-    assert len(one[2]) == len(example_class.students_of(assignments.get(ASSIGNMENT))) >= 10
+    assert len(one[2]) == len(example_class.end_to_end_sample(assignments.get(ASSIGNMENT))) == 5
     for a, b in zip(one[2], two[2]):
         assert (a.student, a.steps, a.note, a.named) == (b.student, b.steps, b.note, b.named)
     assert all(r.steps is not None for r in two[2])
@@ -88,7 +93,7 @@ def test_the_progress_bar_counts_every_student_with_an_eta_on_stderr(graded_twic
 
 def test_a_rerun_grades_only_the_changed_submission(graded_twice):
     course, _, before, _ = graded_twice[2]
-    changed = "jon-no-max-subtraction"
+    changed = example_class.end_to_end_sample(assignments.get(ASSIGNMENT))[-1]  # a wrong answer, handed in again
     path = course / "submitted" / changed / ASSIGNMENT / NOTEBOOK
     nb = read(path)
     nb.cells.append(nbformat.v4.new_markdown_cell("handed in again"))
@@ -117,9 +122,9 @@ def copied_course(tmp_path_factory):
 
 
 def grade_here(course: Path, *args: str) -> subprocess.CompletedProcess:
-    """``python -m autograder.nbgrader.grading`` run from inside ``course`` (no --course-dir), as an instructor would."""
+    """``python -m autograder grade`` run from inside ``course`` (no --course-dir), as an instructor would."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return subprocess.run([sys.executable, "-m", "autograder.nbgrader.grading", ASSIGNMENT, *args], cwd=course,
+    return subprocess.run([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, *args], cwd=course,
                           env=env, capture_output=True, text=True, timeout=1800)
 
 
