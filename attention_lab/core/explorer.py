@@ -25,7 +25,6 @@ Only public ipywidgets and matplotlib APIs are used.
 from __future__ import annotations
 
 import os
-import warnings
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -76,19 +75,6 @@ def function_name(function) -> str:
     return getattr(function, "__name__", "the function")
 
 
-def _recording_warnings(function: Callable) -> Callable:
-    """``function`` returning ``(result, warnings)``: NumPy's default error handling, every warning recorded."""
-    def call(*args, **kwargs):
-        # inside call_learner, which silences warnings: these inner settings win while the function runs
-        with warnings.catch_warnings(record=True) as caught, \
-                np.errstate(over="warn", divide="warn", invalid="warn", under="ignore"):
-            warnings.simplefilter("always")
-            result = function(*args, **kwargs)
-        return result, [f"{w.category.__name__}: {w.message}" for w in caught]
-
-    return call
-
-
 def call_for_visual(function: Callable, *args, name: str | None = None, record_warnings: bool = False, **kwargs):
     """Call the current definition of a learner's function on copies of its array arguments, for a visual.
 
@@ -120,14 +106,16 @@ def call_for_visual(function: Callable, *args, name: str | None = None, record_w
         Whatever the function raised, or a time-out after :data:`CALL_SECONDS`, as one
         message ``"<name> raised <error>"``.
     """
-    target = latest(function)
-    if record_warnings:
-        target = _recording_warnings(target)
+    caught: list | None = [] if record_warnings else None
     try:
-        return call_learner(target, *args, seconds=CALL_SECONDS, copy_arrays=True, **kwargs)
+        result = call_learner(latest(function), *args, seconds=CALL_SECONDS, copy_arrays=True,
+                              record_warnings=caught, **kwargs)
     except Exception as error:  # noqa: BLE001 — whatever learners' code raises becomes one message
         text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
         raise ExplorerError(f"{name or function_name(function)} raised {text}") from None
+    if caught is None:
+        return result
+    return result, [f"{w.category.__name__}: {w.message}" for w in caught]
 
 
 def control(kind, description: str, value, tooltip: str | None = None, **options):
