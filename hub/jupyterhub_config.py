@@ -1,6 +1,6 @@
 """JupyterHub for one Attention Lab class on one machine (`make hub`; see autograder/hub/__init__.py).
 
-Read by `jupyterhub -f hub/jupyterhub_config.py`, which `python -m autograder.hub start` runs as
+Read by `jupyterhub -f hub/jupyterhub_config.py`, which `python -m autograder hub start` runs as
 root with ATTENTION_LAB_HUB_SETTINGS naming the settings.json that set-up wrote. Every server is
 a Unix user's own process (LocalProcessSpawner): the instructor's runs the course repository's
 environment (Formgrader, Create Assignment, the sandboxed grader) in the course directory; the

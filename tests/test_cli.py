@@ -65,3 +65,21 @@ def test_arguments_after_the_subcommand_reach_it():
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "worked cases are current" in done.stdout
+
+
+@pytest.mark.parametrize("name", ["release", "hub", "worked-cases", "report", "demo", "grade"])
+def test_each_subcommand_s_usage_names_the_cli_as_users_type_it(name, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main([name, "--help"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: python -m autograder {name}")
+
+
+def test_messages_and_generated_files_name_the_cli_not_module_paths():
+    # what users read and copy: the README, the committed report, the hub's messages and templates
+    texts = {path: path.read_text() for path in [REPO / "README.md", REPO / "reports" / "grader_report.md",
+                                                  REPO / "autograder" / "hub" / "__init__.py",
+                                                  *sorted((REPO / "hub").rglob("*.py"))]}
+    stale = re.compile(r"python -m autograder\.(hub|examples\.report|examples\.example_class|nbgrader\.grading|"
+                       r"nbgrader\.release|grader\.worked_cases)\b")
+    assert not [str(path) for path, text in texts.items() if stale.search(text)]

@@ -3,7 +3,7 @@
 Each assignment's worked cases are small, hand-checkable inputs. Their
 expected results, and the results each known mistake gives on them, are
 stored as numbers in ``attention_lab/<folder>/worked_cases.json``
-(written by ``python -m autograder.grader.worked_cases``; the grader's reference
+(written by ``python -m autograder worked-cases``; the grader's reference
 never reaches the student package). :func:`check_worked_cases` runs a
 learner's function on those inputs and, when a result is wrong, says in plain
 words what differs, which known mistake gives the same numbers (with a hint

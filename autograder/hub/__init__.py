@@ -2,10 +2,10 @@
 
 ::
 
-    python -m autograder.hub setup    --root DIR --instructor NAME --students NAME ... [--roster CSV]
-    python -m autograder.hub start    --root DIR [--port N]          # foreground; Ctrl-C stops it
-    python -m autograder.hub up       ...                            # setup, then start (`make hub`)
-    python -m autograder.hub teardown --root DIR [--purge]
+    python -m autograder hub setup    --root DIR --instructor NAME --students NAME ... [--roster CSV]
+    python -m autograder hub start    --root DIR [--port N]          # foreground; Ctrl-C stops it
+    python -m autograder hub up       ...                            # setup, then start (`make hub`)
+    python -m autograder hub teardown --root DIR [--purge]
 
 Run as root: set-up creates Unix users and the hub starts each user's server as
 that user (JupyterHub's ``LocalProcessSpawner``). Everything lives under one
@@ -266,7 +266,7 @@ def hub_command(layout: Layout, port: int = 0) -> tuple[list[str], dict[str, str
     ports too, so that several hubs (or tests) can run on one machine.
     """
     if not layout.settings.exists():
-        raise HubError(f"{layout.root} is not set up: run `python -m autograder.hub setup --root {layout.root} ...`")
+        raise HubError(f"{layout.root} is not set up: run `python -m autograder hub setup --root {layout.root} ...`")
     public, hub_api, proxy_api = free_ports(3)
     command = [str(Path(sys.prefix) / "bin" / "jupyterhub"), "-f", str(HUB_FILES / "jupyterhub_config.py"),
                f"--JupyterHub.bind_url=http://127.0.0.1:{port or public}",
@@ -291,7 +291,7 @@ def start(root: Path, port: int = 0) -> None:
     running = running_pid(layout.hub_pid_file, "jupyterhub")
     if running:
         raise HubError(f"the hub of {layout.root} already runs (process {running}); stop it first (Ctrl-C there, "
-                       f"or `python -m autograder.hub teardown --root {layout.root}`)")
+                       f"or `python -m autograder hub teardown --root {layout.root}`)")
     command, env = hub_command(layout, port)
     settings = json.loads(layout.settings.read_text())
     url = command[3].split('=', 1)[1]
@@ -348,8 +348,8 @@ def teardown(root: Path, purge: bool = False, log=print) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m autograder.hub setup|start|up|teardown``; returns the exit code (1 with one line on error)."""
-    parser = argparse.ArgumentParser(prog="python -m autograder.hub", description=__doc__.split("\n\n")[0])
+    """``python -m autograder hub setup|start|up|teardown``; returns the exit code (1 with one line on error)."""
+    parser = argparse.ArgumentParser(prog="python -m autograder hub", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     for name in ("setup", "up"):
         sub = commands.add_parser(name, help="set up the class" + (" and start the hub" if name == "up" else ""))

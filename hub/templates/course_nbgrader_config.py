@@ -1,4 +1,4 @@
-"""nbgrader settings of this class's course directory (written once by `python -m autograder.hub setup`).
+"""nbgrader settings of this class's course directory (written once by `python -m autograder hub setup`).
 
 The grading pipeline (sandboxed kernels, comparison outside the kernel, feedback without hidden
 tests) is the course repository's nbgrader_config.py, loaded below. What is set here belongs to this
@@ -14,7 +14,7 @@ PIPELINE = "$pipeline"
 if not os.path.isfile(PIPELINE):
     # Without it nbgrader would run submissions with its own, unsandboxed Execute: refuse instead.
     raise FileNotFoundError(f"the course's grading pipeline {PIPELINE} is missing: "
-                            "re-run `python -m autograder.hub setup` from the course repository")
+                            "re-run `python -m autograder hub setup` from the course repository")
 load_subconfig(PIPELINE)  # noqa: F821
 
 c.CourseDirectory.root = "$course"

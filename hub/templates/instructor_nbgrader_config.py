@@ -1,4 +1,4 @@
-"""Where this instructor's Formgrader finds the course (written by `python -m autograder.hub setup`).
+"""Where this instructor's Formgrader finds the course (written by `python -m autograder hub setup`).
 
 nbgrader then also loads the course directory's own nbgrader_config.py.
 """

@@ -1,4 +1,4 @@
-"""nbgrader settings of the students' environment (written by `python -m autograder.hub setup`).
+"""nbgrader settings of the students' environment (written by `python -m autograder hub setup`).
 
 Students' servers find the course's exchange here; they never read the course directory.
 """
