@@ -14,6 +14,7 @@ HUB_STUDENTS ?= student1 student2
 HUB_PORT ?= 0
 HUB_ARGS ?=
 GRADE_ARGS ?=
+COHORT_ARGS ?=
 # the version of Node's configurable-http-proxy (JupyterHub's proxy) that `make proxy` installs; needs Node >= 18
 PROXY_VERSION := 5.1.0
 
@@ -22,7 +23,7 @@ export PATH := $(BIN):$(PATH)
 # On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install lab test test-fast release grade bench-grading demo report student-env worked-cases lite clean sandbox hub hub-teardown proxy
+.PHONY: install lab test test-fast release grade new-cohort bench-grading demo report student-env worked-cases lite clean sandbox hub hub-teardown proxy
 
 install: $(STAMP)
 
@@ -52,6 +53,11 @@ release: $(STAMP)
 ## (GRADE_ARGS="--workers N" for N at once, "--force" to grade unchanged submissions again)
 grade: $(STAMP) sandbox
 	$(BIN)/python -m autograder grade $(ASSIGNMENTS) $(GRADE_ARGS)
+
+## new-cohort: move the gradebook, submitted/, autograded/ and feedback/ to cohorts/<date>/ and rotate the hidden
+## cases' seed (cohort.json); COHORT_ARGS="--label spring-2027", "--seed N", or "--restore LABEL" to bring one back
+new-cohort: $(STAMP)
+	$(BIN)/python -m autograder new-cohort $(COHORT_ARGS)
 
 ## demo: grade the embedded example class in a temporary course directory
 demo: $(STAMP) sandbox

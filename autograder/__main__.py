@@ -28,6 +28,9 @@ COMMANDS: dict[str, Command] = {
                        "regenerate release/ from source/ with nbgrader generate_assignment (make release)"),
     "grade": Command("autograder.nbgrader.grading",
                      "autograde a class: submitted/<student>/<assignment>/, one sandboxed job per student (make grade)"),
+    "new-cohort": Command("autograder.nbgrader.cohorts",
+                          "archive the gradebook, submissions and feedback in cohorts/<label>/ and rotate the hidden "
+                          "cases' seed; --restore LABEL brings one back (make new-cohort)"),
     "demo": Command("autograder.examples.example_class",
                     "grade the embedded example class in a temporary course directory (make demo)"),
     "report": Command("autograder.examples.report",

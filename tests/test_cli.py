@@ -15,7 +15,8 @@ from autograder.course import REPO
 
 #: make target → the subcommand it must run (the issue's list, plus the two builds and the hub)
 TARGETS = {"release": "release", "grade": "grade", "demo": "demo", "report": "report",
-           "student-env": "student-env", "lite": "lite", "hub": "hub", "worked-cases": "worked-cases"}
+           "student-env": "student-env", "lite": "lite", "hub": "hub", "worked-cases": "worked-cases",
+           "new-cohort": "new-cohort"}
 
 
 def test_the_issue_s_subcommands_exist():
@@ -67,7 +68,7 @@ def test_arguments_after_the_subcommand_reach_it():
     assert "worked cases are current" in done.stdout
 
 
-@pytest.mark.parametrize("name", ["release", "hub", "worked-cases", "report", "demo", "grade"])
+@pytest.mark.parametrize("name", ["release", "hub", "worked-cases", "report", "demo", "grade", "new-cohort"])
 def test_each_subcommand_s_usage_names_the_cli_as_users_type_it(name, capsys):
     with pytest.raises(SystemExit) as exited:
         main([name, "--help"])

@@ -8,7 +8,8 @@ A submission's grade depends on four things, each hashed (SHA-256) by :func:`fin
 * ``spec`` — the assignment's folder ``autograder/assignments/aNN_*/`` (steps, hidden cases, reference,
   answer bank);
 * ``grader`` — the grader's version: this package's version, nbgrader's, the code of ``autograder`` and
-  ``attention_lab`` (the probes and self-checks run in the kernel) and the course's ``nbgrader_config.py``.
+  ``attention_lab`` (the probes and self-checks run in the kernel), the course's ``nbgrader_config.py`` and its
+  ``cohort.json`` (the seed of the hidden cases, :mod:`autograder.nbgrader.cohorts`).
 
 :class:`GradingRecord` keeps, next to the gradebook (``gradebook-hashes.json``), the fingerprint of each
 submission that was graded; a submission whose fingerprint is unchanged and whose grades are still in the
@@ -73,7 +74,8 @@ def grader_version(course_dir: Path) -> str:
             versions.append(f"{package}={metadata.version(package)}")
         except metadata.PackageNotFoundError:
             versions.append(f"{package}=?")
-    text = "|".join([*versions, _code_hash(), tree_hash(Path(course_dir) / "nbgrader_config.py")])
+    text = "|".join([*versions, _code_hash(), tree_hash(Path(course_dir) / "nbgrader_config.py"),
+                     tree_hash(Path(course_dir) / "cohort.json")])  # the cohort's seed of the hidden cases
     return hashlib.sha256(text.encode()).hexdigest()
 
 

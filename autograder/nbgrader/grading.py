@@ -81,16 +81,51 @@ def copy_course(repo: Path, target: Path, folders: tuple[str, ...] = ("source",)
     return target
 
 
-def load_into_gradebook(course_dir: Path, assignment: str) -> None:
+#: Where grading keeps the source it loaded into the gradebook: ``<course>/gradebook-source/source/<assignment>/``.
+GRADED_SOURCE = "gradebook-source"
+
+
+def graded_source(course_dir: Path) -> Path:
+    """The folder whose ``source/<assignment>/`` is the source that ``gradebook.db`` was loaded from (see below)."""
+    return Path(course_dir) / GRADED_SOURCE
+
+
+def load_into_gradebook(course_dir: Path, assignment: str) -> Path:
     """Record the assignment's cells and hidden tests in the gradebook, leaving ``release/`` alone.
 
     ``generate_assignment`` is what stores the hidden tests that ``autograde``
     restores; its output goes to a scratch folder so that a committed
-    ``release/`` is never rewritten by grading.
+    ``release/`` is never rewritten by grading. It loads a copy of ``source/<assignment>/`` taken now,
+    which is kept, with the gradebook, as ``gradebook-source/source/<assignment>/``: grading reads the
+    assignment from there and from the gradebook, never from ``source/`` (an edit of ``source/`` during
+    the run reaches no student; the next run loads it). All or nothing
+    (:func:`autograder.nbgrader.gradebook_load.generate`).
+
+    Returns
+    -------
+    Path
+        ``gradebook-source/source``, the source directory the students' jobs grade with.
+
+    Raises
+    ------
+    autograder.nbgrader.gradebook_load.AssignmentChanged
+        If ``source/`` adds or removes cells of an assignment with submissions (nothing written).
+    autograder.nbgrader.gradebook_load.GenerateFailed
+        If nbgrader cannot load it (the gradebook and the kept source are as they were).
     """
-    with tempfile.TemporaryDirectory(prefix="attention-lab-release-") as scratch:
-        run_nbgrader(course_dir, "generate_assignment", assignment, "--force",
-                     f"--CourseDirectory.release_directory={scratch}")
+    from autograder.nbgrader.gradebook_load import generate
+
+    graded_source(course_dir).mkdir(mode=0o700, exist_ok=True)  # solutions: the instructor's only, like source/
+    kept = graded_source(course_dir) / "source"
+    kept.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{assignment}-", dir=kept) as scratch:
+        taken = Path(scratch) / "source"
+        shutil.copytree(Path(course_dir) / "source" / assignment, taken / assignment)
+        generate(course_dir, assignment, Path(scratch) / "release", source_dir=taken, what="make grade")
+        if (kept / assignment).exists():
+            os.replace(kept / assignment, Path(scratch) / "replaced")
+        os.replace(taken / assignment, kept / assignment)
+    return kept
 
 
 @dataclass
@@ -305,6 +340,11 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
     autograder.nbgrader.preflight.GradingStopped
         Before the first student, when the course's sandboxed kernel cannot import what the probes need
         (then no gradebook row is written).
+    autograder.nbgrader.gradebook_load.AssignmentChanged
+        Before the first student, when ``source/`` adds or removes cells of an assignment with submissions
+        (nbgrader refuses it; nothing is written: start a new cohort, or undo the change).
+    autograder.nbgrader.gradebook_load.GenerateFailed
+        Before the first student, when nbgrader cannot load the source into the gradebook.
     """
     from autograder.nbgrader import fingerprints, parallel, student_job
     from autograder.nbgrader.submission_limits import quarantine, student_id_problem
@@ -327,7 +367,23 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
         else:
             to_grade.append(student)
     if to_grade:
+        from autograder.nbgrader.gradebook_load import WHAT_TO_DO, AssignmentChanged, refused_change
+
+        from autograder.nbgrader.cohorts import cohort_seed
+        from autograder.nbgrader.preflight import GradingStopped
+
+        refusal = refused_change(course_dir, assignment)  # before the kernel check: it takes seconds
+        if refusal:
+            raise AssignmentChanged(f"make grade stopped: {refusal}: {WHAT_TO_DO}; nothing was graded")
+        try:
+            cohort_seed(course_dir)  # every job reads it: a malformed one stops the run, not each student
+        except ValueError as malformed:
+            raise GradingStopped(f"grading stopped before the first student: {malformed}") from None
         _require_probe_kernel(course_dir)
+        try:  # the known mistakes are built now, in this process, which every job is forked from
+            assignments.get(assignment)
+        except KeyError:
+            pass
         load_into_gradebook(course_dir, assignment)
         budget = student_job.StudentBudget(config=course_config(course_dir))
         with open(course_dir / "grading.log", "a") as log:
@@ -398,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     import argparse
 
+    from autograder.nbgrader.gradebook_load import AssignmentChanged, GenerateFailed
     from autograder.nbgrader.parallel import default_workers
     from autograder.nbgrader.preflight import GradingStopped
 
@@ -426,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
         graded_any = True
         try:
             steps, results = grade_class(course_dir, assignment, students, workers=args.workers, force=args.force)
-        except GradingStopped as stopped:
+        except (GradingStopped, AssignmentChanged, GenerateFailed) as stopped:
             print(stopped, file=sys.stderr)
             return 1
         out = course_dir / f"grades-{assignment}.csv"

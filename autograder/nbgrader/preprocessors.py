@@ -19,6 +19,7 @@ from traitlets import Bool
 from attention_lab.core import values as wire
 from autograder import assignments
 from autograder.grader.in_process import grader_for
+from autograder.nbgrader.cohorts import cohort_seed
 from autograder.nbgrader.notebook_cells import nbgrader_meta
 from autograder.grader.probe_output import screen, why_missing
 from autograder.sandbox import AFTER_LAST_CELL
@@ -56,8 +57,13 @@ def _course_grader(config, resources):
         assignment = assignments.get(name)
     except KeyError:
         return None
-    root = CourseDirectory(config=config).root or os.getcwd()
-    return grader_for(assignment, Path(root))
+    coursedir = CourseDirectory(config=config)
+    root = Path(coursedir.root or os.getcwd())
+    # the source nbgrader grades with (during `make grade`: the copy loaded into the gradebook, see
+    # autograder.nbgrader.grading.load_into_gradebook), whose solution cells the known mistakes are put into
+    folder = Path(coursedir.format_path(coursedir.source_directory, ".", name))
+    source_root = folder.parent.parent if folder.parent.name == "source" and folder.is_dir() else root
+    return grader_for(assignment, source_root, cohort_seed(root))
 
 
 def _autograder_cells(nb, grader):

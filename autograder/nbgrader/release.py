@@ -7,7 +7,10 @@ release too (a reference solution or answer data left there would reach the
 students), so only the files listed in ``c.ReleaseFiles.allowed`` may be
 there: any other file stops the release with one line naming it and the
 setting. The committed ``release/`` must equal what this produces; the tests
-regenerate it into a scratch folder and compare.
+regenerate it into a scratch folder and compare. Each assignment is released all or nothing
+(:mod:`autograder.nbgrader.gradebook_load`): a change nbgrader refuses once students have submitted
+(a cell or notebook added or removed) stops the release with one line saying what to do, and
+``release/`` and the gradebook stay as they were.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from nbgrader.utils import find_all_files
 from traitlets import Dict, List, Unicode
 from traitlets.config import Configurable
 
-from autograder.nbgrader.grading import course_config, run_nbgrader
+from autograder.nbgrader.gradebook_load import WHAT_TO_DO, AssignmentChanged, GenerateFailed, generate, refused_change
+from autograder.nbgrader.grading import course_config
 from autograder.course import REPO
 
 
@@ -66,8 +70,11 @@ def generate_release(course_dir: Path, assignments: list[str], release_dir: Path
     UnlistedFile
         If ``source/<assignment>/`` holds a file that ``c.ReleaseFiles.allowed`` does not list
         (checked for every assignment before anything is written).
-    RuntimeError
-        If nbgrader fails (its log is in the message).
+    autograder.nbgrader.gradebook_load.AssignmentChanged
+        If ``source/`` adds or removes cells or notebooks of an assignment that has submissions (checked for
+        every assignment before anything is written; nbgrader would refuse it half-way).
+    autograder.nbgrader.gradebook_load.GenerateFailed
+        If nbgrader fails; that assignment's release folder and the gradebook are as they were.
     """
     allowed = ReleaseFiles(config=course_config(course_dir)).allowed
     for assignment in assignments:
@@ -76,9 +83,13 @@ def generate_release(course_dir: Path, assignments: list[str], release_dir: Path
             raise UnlistedFile(f"source/{assignment}/{unlisted[0]} would be released but is not listed in "
                                f"c.ReleaseFiles.allowed['{assignment}'] (nbgrader_config.py): list it there, "
                                "or move it out of source/")
-    extra = [f"--CourseDirectory.release_directory={release_dir}"] if release_dir else []
+    for assignment in assignments:  # every refusal before anything is written
+        refusal = refused_change(course_dir, assignment)
+        if refusal:
+            raise AssignmentChanged(f"make release stopped: {refusal}: {WHAT_TO_DO}; release/ and the gradebook "
+                                    "are unchanged")
     for assignment in assignments:
-        run_nbgrader(course_dir, "generate_assignment", assignment, "--force", *extra)
+        generate(course_dir, assignment, release_dir)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,12 +99,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder release",
                                      description="Regenerate release/ from source/ with nbgrader generate_assignment.")
     parser.add_argument("assignments", nargs="*", help="assignment folders of source/ (default: all)")
-    assignments = parser.parse_args(argv).assignments or sorted(
-        p.name for p in (REPO / "source").iterdir() if p.is_dir())
+    parser.add_argument("--course-dir", type=Path, default=REPO, help="the course root (default: this repository)")
+    args = parser.parse_args(argv)
+    course_dir = args.course_dir.resolve()
+    assignments = args.assignments or sorted(p.name for p in (course_dir / "source").iterdir() if p.is_dir())
     try:
-        generate_release(REPO, assignments)
+        generate_release(course_dir, assignments)
     except UnlistedFile as refused:
         print(f"make release stopped: {refused}", file=sys.stderr)
+        return 1
+    except (AssignmentChanged, GenerateFailed) as refused:
+        print(refused, file=sys.stderr)
         return 1
     for assignment in assignments:
         print(f"release/{assignment}/ regenerated from source/{assignment}/")

@@ -42,7 +42,7 @@ from traitlets.config import Configurable
 
 from autograder.course import COURSE_ID
 from autograder.nbgrader import gradebook_copy
-from autograder.nbgrader.grading import course_config
+from autograder.nbgrader.grading import course_config, graded_source
 from autograder.sandbox import SandboxedKernelManager
 from autograder.nbgrader.sanitize import inert_text
 from autograder.nbgrader.submission_limits import (SubmissionLimits, byte_size, extra_files, student_id_problem,
@@ -113,7 +113,7 @@ def grade_student(course_dir: Path, assignment: str, student: str, db_url: str |
     config = course_config(course_dir)
     limits = SubmissionLimits(config=config)
     folder = course_dir / "submitted" / student / assignment
-    notebooks = sorted(p.name for p in (course_dir / "source" / assignment).glob("*.ipynb"))
+    notebooks = gradebook_notebooks(db_url or class_gradebook(course_dir), assignment)
     problem = submission_problem(folder, notebooks, limits)
     if problem:
         return JobResult(student, False, problem)
@@ -121,6 +121,9 @@ def grade_student(course_dir: Path, assignment: str, student: str, db_url: str |
     notes = [f"extra files not copied: {', '.join(inert_text(f, 40) for f in extra[:5])}"
              + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")] if extra else []
     config.CourseDirectory.root = str(course_dir)
+    kept = graded_source(course_dir) / "source"
+    if (kept / assignment).is_dir():  # the source the gradebook was loaded from, not source/ as it is now
+        config.CourseDirectory.source_directory = str(kept)
     if db_url is not None:
         config.CourseDirectory.db_url = db_url
     ignore = list(CourseDirectory.class_traits()["ignore"].default())
@@ -144,6 +147,17 @@ def grade_student(course_dir: Path, assignment: str, student: str, db_url: str |
                 reason = f"{over_memory}: the kernel, limited to it, could not start"
             return JobResult(student, False, reason, notes, log)
     return JobResult(student, True, "", notes, log)
+
+
+def gradebook_notebooks(db_url: str, assignment: str) -> list[str]:
+    """File names of the assignment's notebooks as the gradebook holds them (``[]`` if it does not know it)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(db_url, course_id=COURSE_ID) as gradebook:
+        try:
+            return sorted(f"{notebook.name}.ipynb" for notebook in gradebook.find_assignment(assignment).notebooks)
+        except MissingEntry:
+            return []
 
 
 def _vm_peak() -> int:
