@@ -99,6 +99,14 @@ def test_the_check_refuses_an_added_or_removed_cell_or_notebook_once_there_are_s
     assert f"{NOTEBOOK} removes cell '{removed}' but" in refused_change(course, ASSIGNMENT)
     undo()
 
+    def grade_the_answer(nb):
+        cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == removed)
+        cell.metadata["nbgrader"].update(grade=True, points=1)
+    edit_source(course, grade_the_answer)
+    assert f"{NOTEBOOK} changes whether cell '{removed}' is graded, an answer, a task or read-only but" in \
+        refused_change(course, ASSIGNMENT)
+    undo()
+
     def reword(nb):
         for cell in nb.cells:
             if nbgrader_meta(cell).get("solution") or nbgrader_meta(cell).get("grade"):
@@ -212,8 +220,8 @@ def test_a_refused_release_changes_nothing_and_a_new_cohort_makes_it_work(tmp_pa
     edit_source(course, lambda nb: nb.cells.append(read_only_cell(nbgrader_meta(twin)["grade_id"])))
     assert release.main(["--course-dir", str(course), ASSIGNMENT]) == 1
     error = capsys.readouterr().err.strip().splitlines()
-    assert len(error) == 1 and error[0].startswith(f"make release stopped: nbgrader generate_assignment {ASSIGNMENT} "
-                                                   "failed ("), error
+    assert error == [f"make release stopped: nbgrader generate_assignment {ASSIGNMENT} failed (ValidationError: "
+                     f"Duplicate grade id: {nbgrader_meta(twin)['grade_id']}); release/ and the gradebook are unchanged"]
     assert tree_bytes(course / "release") == state["release"]
     assert (course / "gradebook.db").read_bytes() == state["gradebook.db"]
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -144,22 +145,28 @@ def refused_change(course_dir: Path, assignment: str, source_dir: Path | None = 
                     "task": {c.name for c in old[name].task_cells},
                     "source": {c.name for c in old[name].source_cells}}
             planned = planned_cells(nbformat.read(str(path), as_version=4))
-            added = set().union(*(planned[k] - kept[k] for k in kept))
-            removed = set().union(*(kept[k] - planned[k] for k in kept))
-            if added or removed:
-                cells = sorted(added | removed)
-                change = (f"adds cell {_listed(added)}" if added and not removed else
-                          f"removes cell {_listed(removed)}" if removed and not added else
-                          f"changes what kind of cell {_listed(cells)} is" if added == removed else
-                          f"adds cell {_listed(added - removed)} and removes cell {_listed(removed - added)}")
+            before, now = set().union(*kept.values()), set().union(*planned.values())
+            retyped = {name for name in before & now if any((name in planned[k]) != (name in kept[k]) for k in kept)}
+            parts = [now - before and f"adds cell {_listed(now - before)}",
+                     before - now and f"removes cell {_listed(before - now)}",
+                     retyped and f"changes whether cell {_listed(retyped)} is graded, an answer, a task or read-only"]
+            change = " and ".join(part for part in parts if part)
+            if change:
                 return f"{shown}/{path.name} {change} {holds}"
     return None
 
 
-def _last_error(log: str) -> str:
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
-    errors = [line for line in lines if "Error" in line.split(":")[0] or line.startswith("[GenerateAssignmentApp | ERROR]")]
-    return (errors or lines or ["no output"])[-1][:300]
+_EXCEPTION_LINE = re.compile(r"^\s*(?:[\w]+\.)*(\w+(?:Error|Exception): .+)$")
+
+
+def first_error(log: str) -> str:
+    """The first exception nbgrader's log names (``ValidationError: Duplicate grade id: setup``): the cause,
+    not the "please see the traceback" lines that follow it."""
+    causes = [match.group(1) for match in map(_EXCEPTION_LINE.match, log.splitlines()) if match]
+    if causes:
+        return causes[0][:300]
+    errors = [line.strip() for line in log.splitlines() if "| ERROR]" in line]
+    return (errors or ["it logged no error"])[0][:300]
 
 
 def _replace_folder(new: Path, target: Path, trash: Path) -> None:
@@ -215,7 +222,7 @@ def generate(course_dir: Path, assignment: str, release_dir: Path | None = None,
         done = run_nbgrader(course_dir, "generate_assignment", assignment, "--force", *args, check=False)
         if done.returncode != 0:
             raise GenerateFailed(f"{what} stopped: nbgrader generate_assignment {assignment} failed "
-                                 f"({_last_error(done.stdout)}); {unchanged}")
+                                 f"({first_error(done.stdout)}); {unchanged}")
         if gradebook is not None:  # one SQLite transaction: a reader sees the old gradebook or the new one
             with contextlib.closing(sqlite3.connect(scratch_db)) as new, \
                     contextlib.closing(sqlite3.connect(gradebook)) as old:

@@ -120,7 +120,8 @@ def load_into_gradebook(course_dir: Path, assignment: str) -> Path:
     kept.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{assignment}-", dir=kept) as scratch:
         taken = Path(scratch) / "source"
-        shutil.copytree(Path(course_dir) / "source" / assignment, taken / assignment)
+        shutil.copytree(Path(course_dir) / "source" / assignment, taken / assignment,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         generate(course_dir, assignment, Path(scratch) / "release", source_dir=taken, what="make grade")
         if (kept / assignment).exists():
             os.replace(kept / assignment, Path(scratch) / "replaced")
@@ -367,9 +368,8 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
         else:
             to_grade.append(student)
     if to_grade:
-        from autograder.nbgrader.gradebook_load import WHAT_TO_DO, AssignmentChanged, refused_change
-
         from autograder.nbgrader.cohorts import cohort_seed
+        from autograder.nbgrader.gradebook_load import WHAT_TO_DO, AssignmentChanged, refused_change
         from autograder.nbgrader.preflight import GradingStopped
 
         refusal = refused_change(course_dir, assignment)  # before the kernel check: it takes seconds
