@@ -28,6 +28,9 @@ COMMANDS: dict[str, Command] = {
                        "regenerate release/ from source/ with nbgrader generate_assignment (make release)"),
     "grade": Command("autograder.nbgrader.grading",
                      "autograde a class: submitted/<student>/<assignment>/, one sandboxed job per student (make grade)"),
+    "class-report": Command("autograder.nbgrader.class_report",
+                            "write the class report of graded assignments: HTML with PNG plots, and CSV "
+                            "(make class-report)"),
     "demo": Command("autograder.examples.example_class",
                     "grade the embedded example class in a temporary course directory (make demo)"),
     "report": Command("autograder.examples.report",

@@ -12,7 +12,10 @@ A submission's grade depends on four things, each hashed (SHA-256) by :func:`fin
 
 :class:`GradingRecord` keeps, next to the gradebook (``gradebook-hashes.json``), the fingerprint of each
 submission that was graded; a submission whose fingerprint is unchanged and whose grades are still in the
-gradebook is not graded again (unless ``--force``). A submission that was not graded is always tried again.
+gradebook is not graded again (unless ``--force``). A submission that was not graded is always tried again,
+and the reason it was not graded is kept for the class report. The record also keeps which source of each
+assignment ``generate_assignment`` last loaded into the gradebook (:func:`loaded_source_fingerprint`), so that
+a re-run with the same source does not load it again.
 """
 
 from __future__ import annotations
@@ -77,6 +80,26 @@ def grader_version(course_dir: Path) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def grader_label(course_dir: Path) -> str:
+    """The grader's version as people read it, for feedback and the class report.
+
+    Returns
+    -------
+    str
+        ``"attention-lab 0.1.0, nbgrader 0.9.6, grader 1a2b3c4d5e6f"``: the installed distributions and the
+        first 12 hex digits of :func:`grader_version` (which also covers the grading code and the course's
+        ``nbgrader_config.py``, so that two gradings with the same label used the same grader).
+    """
+    ours = metadata.packages_distributions().get("autograder", ["attention-lab"])[0]
+    parts = []
+    for package in (ours, "nbgrader"):
+        try:
+            parts.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{package} (version unknown)")
+    return ", ".join([*parts, f"grader {grader_version(course_dir)[:12]}"])
+
+
 def spec_hash(assignment: str) -> str:
     """Hash of the assignment's folder in ``autograder/assignments/`` ("" for an assignment the grader does not know)."""
     try:
@@ -108,6 +131,13 @@ def fingerprint(course_dir: Path, assignment: str, student: str, grader: str | N
             "source": tree_hash(course_dir / "source" / assignment),
             "spec": spec_hash(assignment),
             "grader": grader if grader is not None else grader_version(course_dir)}
+
+
+def loaded_source_fingerprint(course_dir: Path, assignment: str, grader: str | None = None) -> str:
+    """What the gradebook's copy of ``assignment`` (cells, hidden tests) was made from: its source folder and
+    the grader's version (nbgrader's and the course configuration's preprocessors), as one hash."""
+    grader = grader if grader is not None else grader_version(course_dir)
+    return hashlib.sha256(f"{tree_hash(Path(course_dir) / 'source' / assignment)}|{grader}".encode()).hexdigest()
 
 
 class GradingRecord:
@@ -143,12 +173,34 @@ class GradingRecord:
     def graded(self, assignment: str, student: str, current: dict[str, str], notes: list[str]) -> None:
         """Record that ``student`` was graded from ``current`` (:func:`fingerprint`), with the table's ``notes``."""
         self.data["assignments"].setdefault(assignment, {})[student] = {"fingerprint": current, "notes": notes}
+        self.data.get("failed", {}).get(assignment, {}).pop(student, None)
         self._save()
 
-    def forget(self, assignment: str, student: str) -> None:
-        """Drop the record of ``student`` (not graded this time: the next run tries again)."""
-        if self.data["assignments"].get(assignment, {}).pop(student, None) is not None:
+    def forget(self, assignment: str, student: str, reason: str | None = None) -> None:
+        """Drop the record of ``student`` (not graded this time: the next run tries again).
+
+        ``reason``, the one line saying why it was not graded, is kept for the class report
+        (:meth:`failures`) until the student is graded.
+        """
+        dropped = self.data["assignments"].get(assignment, {}).pop(student, None) is not None
+        if reason is not None:
+            self.data.setdefault("failed", {}).setdefault(assignment, {})[student] = reason
+        if dropped or reason is not None:
             self._save()
+
+    def failures(self, assignment: str) -> dict[str, str]:
+        """student → why their submission of ``assignment`` was not graded in the last run that tried it."""
+        return dict(self.data.get("failed", {}).get(assignment, {}))
+
+    def loaded_source(self, assignment: str) -> str | None:
+        """The fingerprint of the assignment's source last loaded into the gradebook (:meth:`loaded`), or None."""
+        return self.data.get("loaded", {}).get(assignment)
+
+    def loaded(self, assignment: str, source: str) -> None:
+        """Record that ``generate_assignment`` loaded ``assignment`` into the gradebook from a source with
+        fingerprint ``source`` (the source folder's hash with the grader's version)."""
+        self.data.setdefault("loaded", {})[assignment] = source
+        self._save()
 
     def _save(self) -> None:
         partial = self.path.with_name(self.path.name + ".partial")
