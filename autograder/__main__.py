@@ -12,6 +12,14 @@ import importlib
 import sys
 from typing import NamedTuple
 
+# jsonschema (which nbformat imports) imports its optional IRI checker rfc3987_syntax when it is imported, and that
+# compiles ~38 Lark grammars: 1-2 s of every command's start on an idle machine, 3-7 s on a busy one, a large part
+# of a re-run's fixed cost (python-jsonschema/jsonschema#1428; benchmarks/grading_throughput.md). No notebook,
+# nbgrader or Jupyter schema uses the "iri" formats it checks, so the command line blocks that one import (a None
+# entry in sys.modules makes importing it raise ImportError, the import system's documented switch) and jsonschema
+# leaves those two formats unchecked, as it does when the package is not installed.
+sys.modules.setdefault("rfc3987_syntax", None)
+
 __all__ = ["COMMANDS", "main"]
 
 

@@ -109,7 +109,8 @@ def spec_hash(assignment: str) -> str:
     return tree_hash(Path(assignments.__file__).parent / folder)
 
 
-def fingerprint(course_dir: Path, assignment: str, student: str, grader: str | None = None) -> dict[str, str]:
+def fingerprint(course_dir: Path, assignment: str, student: str, grader: str | None = None,
+                source: str | None = None, spec: str | None = None) -> dict[str, str]:
     """The four hashes a grade of ``student`` on ``assignment`` depends on (see the module docstring).
 
     Parameters
@@ -120,6 +121,9 @@ def fingerprint(course_dir: Path, assignment: str, student: str, grader: str | N
         Which submission.
     grader : str, optional
         :func:`grader_version`, when the caller computed it once for the class.
+    source, spec : str, optional
+        The assignment's source hash (:func:`tree_hash` of ``source/<assignment>``) and :func:`spec_hash`, when
+        the caller computed them once for the class (a class of 300 would hash them 300 times otherwise).
 
     Returns
     -------
@@ -128,8 +132,8 @@ def fingerprint(course_dir: Path, assignment: str, student: str, grader: str | N
     """
     course_dir = Path(course_dir)
     return {"submission": tree_hash(course_dir / "submitted" / student / assignment),
-            "source": tree_hash(course_dir / "source" / assignment),
-            "spec": spec_hash(assignment),
+            "source": source if source is not None else tree_hash(course_dir / "source" / assignment),
+            "spec": spec if spec is not None else spec_hash(assignment),
             "grader": grader if grader is not None else grader_version(course_dir)}
 
 

@@ -334,6 +334,7 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
     grader = fingerprints.grader_version(course_dir)
     problems, notes, hashes, unchanged, to_grade = {}, {}, {}, set(), []
     still_graded = _autograded_students(course_dir, assignment)
+    source, spec = fingerprints.tree_hash(course_dir / "source" / assignment), fingerprints.spec_hash(assignment)
     for student in students:
         unsafe = student_id_problem(student)
         if unsafe:  # never graded, and moved where Formgrader does not list it
@@ -341,7 +342,7 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
             problems[student] = f"{unsafe}; moved to {moved}/"
             record.forget(assignment, student, problems[student])
             continue
-        hashes[student] = fingerprints.fingerprint(course_dir, assignment, student, grader)
+        hashes[student] = fingerprints.fingerprint(course_dir, assignment, student, grader, source, spec)
         if not force and student in still_graded and record.unchanged(assignment, student, hashes[student]):
             unchanged.add(student)
             notes[student] = record.notes(assignment, student)
@@ -349,11 +350,9 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
             to_grade.append(student)
     if to_grade:
         _require_probe_kernel(course_dir)
-        source = fingerprints.loaded_source_fingerprint(course_dir, assignment, grader)
-        if record.loaded_source(assignment) != source or not _gradebook_holds(course_dir, assignment):
-            # skipped when the gradebook already holds this very source (5-7 s of a re-run's fixed cost)
+        if not already_loaded(course_dir, assignment, record, grader):  # 5-7 s of a re-run's fixed cost otherwise
             load_into_gradebook(course_dir, assignment)
-            record.loaded(assignment, source)
+            record.loaded(assignment, fingerprints.loaded_source_fingerprint(course_dir, assignment, grader))
         budget = student_job.StudentBudget(config=course_config(course_dir))
         with open(course_dir / "grading.log", "a") as log:
             log.write(f"==== {assignment} ====\n")
@@ -387,6 +386,21 @@ def _require_probe_kernel(course_dir: Path) -> None:
     if key not in _kernels_checked:
         preflight.require_probe_kernel(course_dir)
         _kernels_checked.add(key)
+
+
+def already_loaded(course_dir: Path, assignment: str, record, grader: str) -> bool:
+    """Whether ``generate_assignment`` can be skipped: the gradebook holds ``assignment``, loaded (as
+    ``record`` says) from the very source folder now on disk by the same grader (``grader``: its version hash).
+
+    Parameters
+    ----------
+    record : autograder.nbgrader.fingerprints.GradingRecord
+        The course's grading record.
+    """
+    from autograder.nbgrader import fingerprints
+
+    return (record.loaded_source(assignment) == fingerprints.loaded_source_fingerprint(course_dir, assignment, grader)
+            and _gradebook_holds(course_dir, assignment))
 
 
 def _gradebook_holds(course_dir: Path, assignment: str) -> bool:
