@@ -90,7 +90,7 @@ def grader_label(course_dir: Path) -> str:
         first 12 hex digits of :func:`grader_version` (which also covers the grading code and the course's
         ``nbgrader_config.py``, so that two gradings with the same label used the same grader).
     """
-    ours = metadata.packages_distributions().get("autograder", ["attention-lab"])[0]
+    ours = metadata.packages_distributions().get("autograder", ["?"])[0]
     parts = []
     for package in (ours, "nbgrader"):
         try:
