@@ -12,8 +12,10 @@ copy number). Each class is graded, in the same run and each in a fresh course d
   per student in sandboxed child processes, two at once, one gradebook writer;
 
 and every student's scores must be equal. The wall clock covers each command from its start to its exit
-(interpreter start, imports, the preflight kernel, ``generate_assignment``, feedback); memory is the peak
-resident set of the command's own (parent) process, children not counted. The **floor** is executing each of
+(interpreter start, imports, the preflight kernel, ``generate_assignment``, feedback); CPU is the user + system
+seconds of the command and every process it started and reaped (kernels, sandboxes, grading jobs), which on a
+shared machine does not grow with the time a process waited for a core; memory is the peak resident set of the
+command's own (parent) process, children not counted. The **floor** is executing each of
 the example class's distinct submissions once with nbclient in a plain kernel, nothing else; executing them
 in the grading sandbox instead (nbclient with :class:`autograder.sandbox.SandboxedKernelManager`) gives the
 sandbox's share. Total time is fitted as ``fixed + per submission × n`` (least squares over the sizes). Then,
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -72,6 +75,7 @@ class Run:
 
     seconds: float
     peak_bytes: int
+    cpu: float = 0.0  # CPU seconds (user + system) of the command and every process it started and reaped
     parts: dict[str, float] = field(default_factory=dict)  # command → seconds, when several
     scores: dict[str, dict | None] = field(default_factory=dict)  # student → step → (score, max)
 
@@ -81,8 +85,8 @@ class Row:
     size: int
     nbgrader: Run
     grade: Run
-    rerun_unchanged: float = 0.0
-    rerun_one_added: float = 0.0
+    rerun_unchanged: Run | None = None
+    rerun_one_added: Run | None = None
 
     @property
     def same_scores(self) -> bool:
@@ -93,8 +97,15 @@ class Row:
         return self.nbgrader.seconds / self.grade.seconds
 
 
-def timed(course: Path, module: str, *args: str) -> tuple[float, int]:
-    """Run ``python -m module args`` in ``course``; return (wall clock seconds, the process's peak RSS in bytes).
+def cpu_seconds(who: int = resource.RUSAGE_CHILDREN) -> float:
+    """User + system CPU seconds so far of this process (``RUSAGE_SELF``) or of its reaped children and theirs."""
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(course: Path, module: str, *args: str) -> tuple[float, int, float]:
+    """Run ``python -m module args`` in ``course``; return (wall clock seconds, the process's peak RSS in bytes,
+    CPU seconds of the command with every process it started: kernels, sandboxes, grading jobs).
 
     Raises
     ------
@@ -102,14 +113,14 @@ def timed(course: Path, module: str, *args: str) -> tuple[float, int]:
         If the command fails; the message ends with its output.
     """
     with tempfile.NamedTemporaryFile(prefix="attention-lab-rss-") as rss:
-        started = time.perf_counter()
+        cpu, started = cpu_seconds(), time.perf_counter()
         done = subprocess.run([sys.executable, "-c", _PEAK_RSS, rss.name, module, *args], cwd=course,
                               env=grading.nbgrader_environment(), text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
         if done.returncode != 0:
             raise RuntimeError(f"`python -m {module} {' '.join(args)}` failed:\n{done.stdout[-4000:]}")
-        return seconds, int(Path(rss.name).read_text() or 0) * 1024
+        return seconds, int(Path(rss.name).read_text() or 0) * 1024, cpu
 
 
 def build_class(course: Path, size: int) -> list[str]:
@@ -138,19 +149,20 @@ def scores(course: Path, students: list[str]) -> dict[str, dict | None]:
 def plain_nbgrader(course: Path, students: list[str]) -> Run:
     """Sequential plain nbgrader with the course's configuration: generate_assignment, autograde, generate_feedback."""
     with tempfile.TemporaryDirectory(prefix="attention-lab-release-") as scratch:
-        parts, peaks = {}, []
+        parts, peaks, cpu = {}, [], 0.0
         for command in (["generate_assignment", ASSIGNMENT, "--force", f"--CourseDirectory.release_directory={scratch}"],
                         ["autograde", ASSIGNMENT, "--force"], ["generate_feedback", ASSIGNMENT, "--force"]):
-            parts[command[0]], peak = timed(course, "nbgrader", *command)
+            parts[command[0]], peak, used = timed(course, "nbgrader", *command)
             peaks.append(peak)
-    return Run(sum(parts.values()), max(peaks), parts, scores(course, students))
+            cpu += used
+    return Run(sum(parts.values()), max(peaks), cpu, parts, scores(course, students))
 
 
 def ours(course: Path, students: list[str], *extra: str) -> Run:
     """``python -m autograder grade ASSIGNMENT --workers 2 extra...`` in ``course``."""
-    seconds, peak = timed(course, "autograder", "grade", ASSIGNMENT, "--workers", str(WORKERS),
-                          "--course-dir", str(course), *extra)
-    return Run(seconds, peak, scores=scores(course, students))
+    seconds, peak, cpu = timed(course, "autograder", "grade", ASSIGNMENT, "--workers", str(WORKERS),
+                               "--course-dir", str(course), *extra)
+    return Run(seconds, peak, cpu, scores=scores(course, students))
 
 
 def measure(size: int, reruns: bool = False) -> Row:
@@ -162,20 +174,21 @@ def measure(size: int, reruns: bool = False) -> Row:
         shutil.copytree(plain_course, our_course)
         row = Row(size, plain_nbgrader(plain_course, students), ours(our_course, students, "--force"))
         if reruns:
-            row.rerun_unchanged = ours(our_course, students).seconds
+            row.rerun_unchanged = ours(our_course, students)
             late = "late-student"
             shutil.copytree(our_course / "submitted" / students[0], our_course / "submitted" / late)
             again = ours(our_course, [*students, late])
             assert again.scores[late] == again.scores[students[0]], "the added student was not graded as its original"
-            row.rerun_one_added = again.seconds
+            row.rerun_one_added = again
         return row
 
 
-def floor(sandboxed: bool) -> list[float]:
-    """Seconds to execute each distinct example submission once with nbclient (plain kernel, or the sandbox's)."""
+def floor(sandboxed: bool) -> tuple[list[float], list[float]]:
+    """Seconds and CPU seconds (this process and the kernel's) to execute each distinct example submission once
+    with nbclient, in a plain kernel or in the grading sandbox."""
     from autograder.sandbox import SandboxedKernelManager
 
-    seconds = []
+    seconds, cpus = [], []
     with tempfile.TemporaryDirectory(prefix="attention-lab-floor-") as tmp:
         course = Path(tmp)
         students = example_class.prepare_course(course, [ASSIGNMENT])[ASSIGNMENT]
@@ -184,11 +197,12 @@ def floor(sandboxed: bool) -> list[float]:
             folder = course / "submitted" / student / ASSIGNMENT
             nb = nbformat.read(str(folder / notebook), as_version=4)
             options = {"kernel_manager_class": SandboxedKernelManager} if sandboxed else {"kernel_name": "python3"}
-            started = time.perf_counter()
+            cpu, started = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds(), time.perf_counter()
             NotebookClient(nb, timeout=120, allow_errors=True, resources={"metadata": {"path": str(folder)}},
                            **options).execute()
             seconds.append(time.perf_counter() - started)
-    return seconds
+            cpus.append(cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds() - cpu)
+    return seconds, cpus
 
 
 def fit(points: list[tuple[int, float]]) -> tuple[float, float, float]:
@@ -203,11 +217,14 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float, float]:
     return fixed, slope, 1 - residual / total if total else 1.0
 
 
-def render(rows: list[Row], plain_floor: list[float], sandbox_floor: list[float],
-           load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
-    per_floor, per_sandbox = statistics.fmean(plain_floor), statistics.fmean(sandbox_floor)
+def render(rows: list[Row], plain_floor: tuple[list[float], list[float]],
+           sandbox_floor: tuple[list[float], list[float]], load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+    floor_s, floor_cpu = statistics.fmean(plain_floor[0]), statistics.fmean(plain_floor[1])
+    sandbox_s, sandbox_cpu = statistics.fmean(sandbox_floor[0]), statistics.fmean(sandbox_floor[1])
     nb_fixed, nb_slope, nb_r2 = fit([(r.size, r.nbgrader.seconds) for r in rows])
     our_fixed, our_slope, our_r2 = fit([(r.size, r.grade.seconds) for r in rows])
+    nb_cfixed, nb_cslope, nb_cr2 = fit([(r.size, r.nbgrader.cpu) for r in rows])
+    our_cfixed, our_cslope, our_cr2 = fit([(r.size, r.grade.cpu) for r in rows])
     largest = rows[-1]
     mib = 2 ** 20
     students = len(example_class.students_of(assignments.get(ASSIGNMENT)))
@@ -220,58 +237,66 @@ def render(rows: list[Row], plain_floor: list[float], sandbox_floor: list[float]
         "**nbgrader**: plain `nbgrader generate_assignment` + `autograde` + `generate_feedback` with this course's "
         "configuration (sandbox, probes, comparison, stand-in passes), one student after the other. **grade**: "
         f"`python -m autograder grade --workers {WORKERS} --force` (`make grade`). Same run, a fresh course "
-        f"directory each, wall clock of the whole command. `OPENBLAS_NUM_THREADS=1`, {os.cpu_count()} cores.",
+        "directory each, wall clock of the whole command; CPU is user + system seconds of the command and every "
+        f"process it started (kernels, sandboxes, jobs). `OPENBLAS_NUM_THREADS=1`, {os.cpu_count()} cores.",
         "",
-        "**The machine was shared with 7 other helpers' work (test runs, builds) while this ran** (load average "
-        f"{' / '.join(f'{x:.1f}' for x in load[0])} at the start, {' / '.join(f'{x:.1f}' for x in load[1])} at "
-        "the end, over 1 / 5 / 15 min): the numbers are as measured, not an idle machine's; other work took cores "
-        "from the runs unevenly, which costs the 2-worker runs most. Re-run it on an idle 2-core machine for the "
-        "figure to quote as the goal's.",
+        "**The machine was shared with 7 other helpers' work (their test runs, builds, benchmarks) while this ran** "
+        f"(load average {' / '.join(f'{x:.1f}' for x in load[0])} at the start, "
+        f"{' / '.join(f'{x:.1f}' for x in load[1])} at the end, over 1 / 5 / 15 min, on 2 cores): the numbers are "
+        "as measured. Wall clock then says more about the others' load at that moment than about the grader — "
+        "a run given 2 cores' worth of a machine whose load is 15 gets about a seventh of it, and the load "
+        "changed between the runs — so the CPU columns, which do not depend on how long a process waited for a "
+        "core, are the ones to compare per submission. Re-run it on an idle 2-core machine for the wall-clock "
+        "figures to quote as the goal's.",
         "",
-        "| submissions | nbgrader (generate / autograde / feedback) | grade, 2 workers | throughput × | "
-        "peak RSS of the parent, nbgrader / grade | same scores |",
-        "|---|---|---|---|---|---|",
+        "| submissions | nbgrader wall (generate / autograde / feedback) | grade, 2 workers, wall | throughput × | "
+        "CPU, nbgrader / grade | peak RSS of the parent, nbgrader / grade | same scores |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         parts = " / ".join(f"{s:.0f}" for s in row.nbgrader.parts.values())
         lines.append(f"| {row.size} | {row.nbgrader.seconds:.0f} s ({parts}) | {row.grade.seconds:.0f} s | "
-                     f"{row.ratio:.2f}× | {row.nbgrader.peak_bytes / mib:.0f} / {row.grade.peak_bytes / mib:.0f} MiB | "
+                     f"{row.ratio:.2f}× | {row.nbgrader.cpu:.0f} s / {row.grade.cpu:.0f} s | "
+                     f"{row.nbgrader.peak_bytes / mib:.0f} / {row.grade.peak_bytes / mib:.0f} MiB | "
                      f"{'yes' if row.same_scores else 'NO'} |")
     lines += [
         "",
-        "## Fit: total = fixed + per submission × n",
+        "## Fit: total = fixed + per submission × n (least squares over the three sizes)",
         "",
-        "| | fixed cost | per submission | R² | per submission ÷ floor |",
+        "| | fixed | per submission | R² | per submission ÷ floor |",
         "|---|---|---|---|---|",
-        f"| nbgrader, sequential | {nb_fixed:.1f} s | {nb_slope:.2f} s | {nb_r2:.3f} | {nb_slope / per_floor:.2f}× |",
-        f"| grade, {WORKERS} workers (wall clock) | {our_fixed:.1f} s | {our_slope:.2f} s | {our_r2:.3f} | "
-        f"{our_slope / per_floor:.2f}× |",
-        f"| grade, core-seconds ({WORKERS} × wall clock) | | {WORKERS * our_slope:.2f} s | | "
-        f"{WORKERS * our_slope / per_floor:.2f}× |",
+        f"| nbgrader, wall clock | {nb_fixed:.1f} s | {nb_slope:.2f} s | {nb_r2:.3f} | {nb_slope / floor_s:.2f}× |",
+        f"| grade, {WORKERS} workers, wall clock | {our_fixed:.1f} s | {our_slope:.2f} s | {our_r2:.3f} | "
+        f"{our_slope / floor_s:.2f}× |",
+        f"| nbgrader, CPU | {nb_cfixed:.1f} s | {nb_cslope:.2f} s | {nb_cr2:.3f} | {nb_cslope / floor_cpu:.2f}× |",
+        f"| grade, CPU | {our_cfixed:.1f} s | {our_cslope:.2f} s | {our_cr2:.3f} | {our_cslope / floor_cpu:.2f}× |",
         "",
-        f"**Floor** (each of the {len(plain_floor)} distinct submissions executed once with nbclient, a plain kernel, "
-        f"nothing else): {per_floor:.2f} s per submission (min {min(plain_floor):.2f}, max {max(plain_floor):.2f}). "
-        f"The same in the grading sandbox: {per_sandbox:.2f} s, so the **sandbox's share** is "
-        f"{per_sandbox - per_floor:.2f} s per submission ({(per_sandbox - per_floor) / per_sandbox:.0%} of a sandboxed "
-        f"execution, {(per_sandbox - per_floor) / (WORKERS * our_slope):.0%} of `grade`'s per-submission core-seconds).",
+        f"**Floor** (each of the {len(plain_floor[0])} distinct submissions executed once with nbclient in a plain "
+        f"kernel, nothing else): {floor_s:.2f} s wall, {floor_cpu:.2f} s CPU per submission. The same in the "
+        f"grading sandbox: {sandbox_s:.2f} s wall, {sandbox_cpu:.2f} s CPU, so the **sandbox's share** is "
+        f"{sandbox_cpu - floor_cpu:.2f} s CPU per submission ({(sandbox_cpu - floor_cpu) / our_cslope:.0%} of "
+        f"`grade`'s CPU per submission; wall: {sandbox_s - floor_s:.2f} s).",
         "",
-        f"**Throughput at {largest.size} submissions**: {largest.ratio:.2f}× plain nbgrader's (goal ≥ 1.8× on an idle "
-        "2-core machine). "
+        f"**Throughput at {largest.size} submissions**: {largest.ratio:.2f}× plain nbgrader's wall clock (goal ≥ 1.8× "
+        "on an idle 2-core machine). "
         f"**Memory**: the parent's peak RSS is {', '.join(f'{r.grade.peak_bytes / mib:.0f}' for r in rows)} MiB at "
         f"{', '.join(str(r.size) for r in rows)} submissions (nbgrader's: "
         f"{', '.join(f'{r.nbgrader.peak_bytes / mib:.0f}' for r in rows)} MiB).",
         "",
         "## Re-runs (without `--force`), in the graded course",
         "",
-        "| class size | nothing changed | one student added |",
+        "| class size | nothing changed: wall / CPU | one student added: wall / CPU |",
         "|---|---|---|",
-        *(f"| {r.size} | {r.rerun_unchanged:.1f} s | {r.rerun_one_added:.1f} s |" for r in rows),
+        *(f"| {r.size} | {r.rerun_unchanged.seconds:.1f} s / {r.rerun_unchanged.cpu:.1f} s | "
+          f"{r.rerun_one_added.seconds:.1f} s / {r.rerun_one_added.cpu:.1f} s |" for r in rows if r.rerun_unchanged),
         "",
-        "A re-run grades only what changed (issue 14 §2) and no longer runs `generate_assignment` when the gradebook "
-        "already holds the assignment from the same source and grader (`gradebook-hashes.json`), which was 5–7 s of "
-        "every run. What is left of a re-run adding one student: the interpreter and imports, hashing the class's "
-        "submissions, the preflight kernel, and the one student's own autograde + feedback (about the floor plus "
-        "the feedback's HTML export). Goal: ≤ 5 s.",
+        "A re-run grades only what changed (issue 14 §2), no longer runs `generate_assignment` when the gradebook "
+        "already holds the assignment from the same source and grader (`gradebook-hashes.json`; it was 5–7 s of "
+        "every run), hashes the assignment's source and spec once per class instead of once per student, and its "
+        "command line no longer imports jsonschema's IRI checker (`rfc3987_syntax` compiles ~38 grammars when "
+        "imported: 1–2 s idle, 3–7 s measured here). What is left of a re-run adding one student: the interpreter "
+        "and imports, hashing the class's submissions, the preflight kernel, and the one student's autograde + "
+        "feedback (the floor, the sandbox, the probes, the feedback's HTML export). Goal: ≤ 5 s on an idle machine.",
         "",
     ]
     return "\n".join(lines)
@@ -283,20 +308,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help=f"print only; do not write {OUT.name}")
     args = parser.parse_args(argv)
     start_load = os.getloadavg()
+    # the floor first, then each size; the report is rewritten after each size, so that a run stopped early (a
+    # shared machine) leaves what it measured, and says which sizes it has
+    plain, sandboxed = floor(False), floor(True)
+    print(f"floor {statistics.fmean(plain[0]):.2f} s (CPU {statistics.fmean(plain[1]):.2f}), sandboxed "
+          f"{statistics.fmean(sandboxed[0]):.2f} s (CPU {statistics.fmean(sandboxed[1]):.2f}) per submission", flush=True)
     rows = []
     for size in args.sizes:
         row = measure(size, reruns=True)
         rows.append(row)
-        print(f"{size} submissions: nbgrader {row.nbgrader.seconds:.1f} s {row.nbgrader.parts}, grade "
-              f"{row.grade.seconds:.1f} s, {row.ratio:.2f}x, same scores: {row.same_scores}; re-runs: unchanged "
-              f"{row.rerun_unchanged:.1f} s, one added {row.rerun_one_added:.1f} s", flush=True)
-    plain, sandboxed = floor(False), floor(True)
-    print(f"floor {statistics.fmean(plain):.2f} s, sandboxed {statistics.fmean(sandboxed):.2f} s per submission")
-    text = render(rows, plain, sandboxed, (start_load, os.getloadavg()))
+        print(f"{size} submissions: nbgrader {row.nbgrader.seconds:.1f} s (CPU {row.nbgrader.cpu:.1f} s) "
+              f"{row.nbgrader.parts}, grade {row.grade.seconds:.1f} s (CPU {row.grade.cpu:.1f} s), {row.ratio:.2f}x, "
+              f"same scores: {row.same_scores}; re-runs: unchanged {row.rerun_unchanged.seconds:.1f} s, one added "
+              f"{row.rerun_one_added.seconds:.1f} s; load {os.getloadavg()[0]:.1f}", flush=True)
+        text = render(rows, plain, sandboxed, (start_load, os.getloadavg()))
+        if len(rows) < len(args.sizes):
+            text += (f"\n**Partial**: sizes {', '.join(str(r.size) for r in rows)} of {', '.join(map(str, args.sizes))} "
+                     "measured so far.\n")
+        if not args.no_write:
+            OUT.write_text(text)
+            print(f"wrote {OUT}", flush=True)
     print(text)
-    if not args.no_write:
-        OUT.write_text(text)
-        print(f"wrote {OUT}")
     return 0 if all(row.same_scores for row in rows) else 1
 
 
