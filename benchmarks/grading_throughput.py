@@ -274,6 +274,11 @@ def render(rows: list[Row], plain_floor: tuple[list[float], list[float]],
         f"| nbgrader, CPU outside the kernel | {nb_cfixed:.1f} s | {nb_cslope:.2f} s | {nb_cr2:.3f} | – |",
         f"| grade, CPU outside the kernel | {our_cfixed:.1f} s | {our_cslope:.2f} s | {our_cr2:.3f} | – |",
         "",
+        "When the machine's load changes from one size to the next, the wall-clock fit describes the load rather "
+        "than the grader (a negative slope: the load fell while the larger class ran); the CPU fit does not. "
+        + ("With two sizes a line fits exactly (R² = 1): linearity is tested only with three or more."
+           if len(rows) == 2 else ""),
+        "",
         f"**Floor** (each of the {len(plain_floor[0])} distinct submissions executed once with nbclient in a plain "
         f"kernel, nothing else): {floor_s:.2f} s wall, {floor_cpu:.2f} s CPU (kernel included) per submission. "
         f"The same in the grading sandbox: {sandbox_s:.2f} s wall, so the **sandbox's share** is "
