@@ -15,6 +15,7 @@ HUB_PORT ?= 0
 HUB_ARGS ?=
 GRADE_ARGS ?=
 COHORT_ARGS ?=
+REPORT_ARGS ?=
 # the version of Node's configurable-http-proxy (JupyterHub's proxy) that `make proxy` installs; needs Node >= 18
 PROXY_VERSION := 5.1.0
 
@@ -23,7 +24,7 @@ export PATH := $(BIN):$(PATH)
 # On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install lab test test-fast release grade new-cohort bench-grading demo report student-env worked-cases lite clean sandbox hub hub-teardown proxy
+.PHONY: install lab test test-fast release grade new-cohort class-report bench-grading demo report student-env worked-cases lite clean sandbox hub hub-teardown proxy
 
 install: $(STAMP)
 
@@ -58,6 +59,12 @@ grade: $(STAMP) sandbox
 ## cases' seed (cohort.json); COHORT_ARGS="--label spring-2027", "--seed N", or "--restore LABEL" to bring one back
 new-cohort: $(STAMP)
 	$(BIN)/python -m autograder new-cohort $(COHORT_ARGS)
+
+## class-report: per graded assignment, class-report/<assignment>/report.html (PNG plots, no script) and its CSVs:
+## for every assignment in the gradebook (REPORT_ARGS="ASSIGNMENT ..." for some): scores per step, the most
+## frequent named mistakes with their hints, who was not graded and why, manual scores, the legend of mistake keys
+class-report: $(STAMP)
+	$(BIN)/python -m autograder class-report $(REPORT_ARGS)
 
 ## demo: grade the embedded example class in a temporary course directory
 demo: $(STAMP) sandbox
@@ -102,7 +109,7 @@ lite: $(STAMP)
 	@command -v npm >/dev/null 2>&1 || { echo "make lite fetches Pyodide's core with npm: install Node.js and npm (Debian: apt-get install npm)" >&2; exit 1; }
 	$(BIN)/python -m autograder lite
 
-## bench-grading: assignment 1's example class graded on 1 and on 2 workers; writes benchmarks/grading_throughput.md
+## bench-grading: classes of 10, 20, 40 of assignment 1: plain nbgrader against 2 workers, the floor; writes benchmarks/grading_throughput.md
 bench-grading: $(STAMP) sandbox
 	$(BIN)/python benchmarks/grading_throughput.py
 

@@ -9,6 +9,7 @@ from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.preprocessors import Execute
 
 from autograder.course import COURSE_ID
+from autograder.nbgrader.grader_stamp import ShowGraderVersion, StampGraderVersion
 from autograder.nbgrader.metadata_restore import RestoreFromGradebook
 from autograder.nbgrader.preprocessors import CleanTracebacks, ClearWidgetState, GradeOutsideKernel, InsertProbes
 from autograder.nbgrader.sanitize import SanitizeNotebook
@@ -44,14 +45,16 @@ _execute_at = _default_autograde.index(Execute)
 c.Autograde.autograde_preprocessors = (
     _default_autograde[:_execute_at]
     + [InsertProbes, SandboxedExecute, CoalesceStreamsPreprocessor, CleanTracebacks, GradeOutsideKernel]
-    + _default_autograde[_execute_at + 1:] + [SanitizeNotebook]
+    + _default_autograde[_execute_at + 1:] + [SanitizeNotebook, StampGraderVersion]
 )
 # nbconvert's preprocessors are off unless enabled.
 c.CoalesceStreamsPreprocessor.enabled = True
 # The graded notebook is stored inert (SanitizeNotebook, last): Formgrader and the feedback render it in the
 # instructor's and the student's browser, so no script, event handler, javascript: URL, iframe, form or SVG
 # from a submission survives; feedback is sanitised again before it is rendered.
-c.GenerateFeedback.preprocessors = [SanitizeNotebook] + list(GenerateFeedback.class_traits()["preprocessors"].default())
+# The feedback opens with the grader's version that graded it (StampGraderVersion stored it at grading).
+c.GenerateFeedback.preprocessors = ([SanitizeNotebook, ShowGraderVersion]
+                                    + list(GenerateFeedback.class_traits()["preprocessors"].default()))
 
 # One submission cannot stall the class (autograder/nbgrader/submission_limits.py, autograder/nbgrader/student_job.py): checked
 # before nbgrader reads it, then graded (autograde + feedback) in a child process with these budgets. The

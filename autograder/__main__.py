@@ -12,6 +12,14 @@ import importlib
 import sys
 from typing import NamedTuple
 
+# jsonschema (which nbformat imports) imports its optional IRI checker rfc3987_syntax when it is imported, and that
+# compiles ~38 Lark grammars: 1-2 s of every command's start on an idle machine, 3-7 s on a busy one, a large part
+# of a re-run's fixed cost (python-jsonschema/jsonschema#1428; benchmarks/grading_throughput.md). No notebook,
+# nbgrader or Jupyter schema uses the "iri" formats it checks, so the command line blocks that one import (a None
+# entry in sys.modules makes importing it raise ImportError, the import system's documented switch) and jsonschema
+# leaves those two formats unchecked, as it does when the package is not installed.
+sys.modules.setdefault("rfc3987_syntax", None)
+
 __all__ = ["COMMANDS", "main"]
 
 
@@ -31,6 +39,9 @@ COMMANDS: dict[str, Command] = {
     "new-cohort": Command("autograder.nbgrader.cohorts",
                           "archive the gradebook, submissions and feedback in cohorts/<label>/ and rotate the hidden "
                           "cases' seed; --restore LABEL brings one back (make new-cohort)"),
+    "class-report": Command("autograder.nbgrader.class_report",
+                            "write the class report of graded assignments: HTML with PNG plots, and CSV "
+                            "(make class-report)"),
     "demo": Command("autograder.examples.example_class",
                     "grade the embedded example class in a temporary course directory (make demo)"),
     "report": Command("autograder.examples.report",

@@ -16,7 +16,8 @@ from autograder.course import REPO
 #: make target → the subcommand it must run (the issue's list, plus the two builds and the hub)
 TARGETS = {"release": "release", "grade": "grade", "demo": "demo", "report": "report",
            "student-env": "student-env", "lite": "lite", "hub": "hub", "worked-cases": "worked-cases",
-           "new-cohort": "new-cohort"}
+           "new-cohort": "new-cohort",
+           "class-report": "class-report"}
 
 
 def test_the_issue_s_subcommands_exist():
@@ -84,3 +85,13 @@ def test_messages_and_generated_files_name_the_cli_not_module_paths():
     stale = re.compile(r"python -m autograder\.(hub|examples\.report|examples\.example_class|nbgrader\.grading|"
                        r"nbgrader\.release|grader\.worked_cases)\b")
     assert not [str(path) for path, text in texts.items() if stale.search(text)]
+
+
+def test_the_command_line_skips_jsonschema_s_slow_iri_checker_and_still_validates_notebooks():
+    code = ("import sys, autograder.__main__, nbformat\n"
+            "nbformat.validate(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('x = 1')]))\n"
+            "try:\n    nbformat.validate({'nbformat': 4})\nexcept nbformat.ValidationError:\n    print('invalid')\n"
+            "print(sys.modules['rfc3987_syntax'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["invalid", "None"]

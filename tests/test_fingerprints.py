@@ -66,3 +66,29 @@ def test_the_record_keeps_what_was_graded_next_to_the_gradebook(tmp_path):
     assert not GradingRecord(tmp_path).unchanged(ASSIGNMENT, "amy", print_)
     (tmp_path / fingerprints.RECORD_NAME).write_text("not json")
     assert not GradingRecord(tmp_path).unchanged(ASSIGNMENT, "amy", print_)
+
+
+def test_generate_assignment_is_skipped_only_for_the_source_the_gradebook_holds(tmp_path):
+    from nbgrader.api import Gradebook
+
+    from autograder.course import COURSE_ID
+    from autograder.nbgrader.grading import already_loaded
+
+    course, _ = make_course(tmp_path)
+    grader = grader_version(course)
+    record = GradingRecord(course)
+    assert not already_loaded(course, ASSIGNMENT, record, grader)  # no gradebook yet
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
+        gradebook.add_assignment(ASSIGNMENT)
+        gradebook.add_notebook("notebook", ASSIGNMENT)
+        gradebook.add_grade_cell("test_softmax", "notebook", ASSIGNMENT, max_score=1, cell_type="code")
+    assert not already_loaded(course, ASSIGNMENT, record, grader)  # in the gradebook, but from which source?
+    record.loaded(ASSIGNMENT, fingerprints.loaded_source_fingerprint(course, ASSIGNMENT, grader))
+    assert already_loaded(course, ASSIGNMENT, GradingRecord(course), grader)
+    assert not already_loaded(course, ASSIGNMENT, record, "another grader")
+    (course / "source" / ASSIGNMENT / "extra.txt").write_text("an edited source")
+    assert not already_loaded(course, ASSIGNMENT, record, grader)
+    (course / "source" / ASSIGNMENT / "extra.txt").unlink()
+    assert already_loaded(course, ASSIGNMENT, record, grader)
+    (course / "gradebook.db").unlink()  # a new cohort's empty gradebook: load it again
+    assert not already_loaded(course, ASSIGNMENT, record, grader)

@@ -267,6 +267,27 @@ def test_demo_prints_tables_overview_and_where_the_results_are(monkeypatch, tmp_
         for student in students[name]:
             assert student in out
     assert "class overview" in out and "grades.csv" in out and "feedback" in out
+    for name in NAMES:
+        assert str(tmp_path / "class-report" / name / "report.html") in out
+
+
+def test_class_report_of_a_graded_class_names_its_mistakes_and_feedback_names_the_grader(graded_class):
+    from autograder.examples.hostile_payloads import active_content
+    from autograder.nbgrader import class_report, class_report_page, fingerprints
+
+    course, results, _ = graded_class
+    label = fingerprints.grader_label(course)
+    for name, (_, rows) in results.items():
+        gathered = class_report.gather(course, name)
+        page = class_report_page.render(gathered)
+        assert active_content(page) == [] and "<script" not in page.lower()
+        assert gathered.graded_by == {label: len(gathered.graded)}
+        named = {key for row in rows for key in row.named}
+        assert {m.key for m in gathered.frequent} == named and named, name
+        for key in named:
+            assert f"<code>{key}</code>" in page[page.index('id="frequent-mistakes"'):]
+        feedback = next((course / "feedback" / rows[0].student / name).glob("*.html")).read_text()
+        assert label in feedback, f"{name}: the feedback does not name the grader's version"
 
 
 def test_the_report_meets_every_goal_and_the_committed_copy_is_current(graded_class):

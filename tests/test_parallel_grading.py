@@ -169,10 +169,13 @@ def test_a_kernel_that_cannot_import_attention_lab_stops_the_run_before_the_firs
     assert not (course / "gradebook.db").exists() and not (course / "autograded").exists()
 
 
-def test_the_throughput_benchmark_smoke_run_gives_equal_scores_on_one_and_two_workers():
+def test_the_throughput_benchmark_smoke_run_gives_plain_nbgrader_s_scores_on_two_workers():
     sys.path.insert(0, str(REPO / "benchmarks"))
     import grading_throughput
 
-    row = grading_throughput.measure(4)
-    assert row.same_scores and len(row.scores[1]) == 4
-    assert all(steps is not None for steps in row.scores[2].values())
+    row = grading_throughput.measure(4)  # scores only: the suite never asserts timings
+    assert len(row.grade.scores) == 4 and all(steps is not None for steps in row.grade.scores.values())
+    assert row.grade.scores == row.nbgrader.scores and row.same_scores
+    totals = {student: sum(score for score, _ in steps.values()) for student, steps in row.grade.scores.items()}
+    assert totals["ada-correct-1"] == sum(m for _, m in row.grade.scores["ada-correct-1"].values())
+    assert totals["ben-untouched-1"] == 0  # the untouched release: a class of equal full marks would prove nothing

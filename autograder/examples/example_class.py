@@ -9,8 +9,9 @@ correct answers written differently and one submission per common mistake.
 class's ``submitted/`` or gradebook — grades them with ``nbgrader autograde``
 (through the sandbox and the out-of-kernel comparison configured in
 ``nbgrader_config.py``), writes feedback, prints one table per assignment and
-a class overview, and saves ``grades.csv`` and the feedback under
-``demo-output/``.
+a class overview, and saves ``grades.csv``, the feedback and each assignment's
+class report (:mod:`autograder.nbgrader.class_report`) under ``demo-output/``,
+printing the reports' paths.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import assignments
-from autograder.nbgrader import grading
+from autograder.nbgrader import class_report, grading
 from autograder.nbgrader.notebook_cells import fill_release, read, solution_cells
 from autograder.grader.spec import Assignment, Variant
 from autograder.course import REPO
@@ -128,7 +129,8 @@ ClassResults = dict[str, tuple[list[str], list[grading.StudentResult]]]
 
 
 def run_demo(output_dir: Path, names: list[str] | None = None, repo: Path = REPO) -> ClassResults:
-    """Grade the example class in a temporary course directory; save grades.csv and feedback in ``output_dir``.
+    """Grade the example class in a temporary course directory; save grades.csv, feedback and the class report
+    of each assignment (``class-report/<assignment>/report.html`` and its CSVs) in ``output_dir``.
 
     Returns
     -------
@@ -141,6 +143,7 @@ def run_demo(output_dir: Path, names: list[str] | None = None, repo: Path = REPO
         course_dir = Path(tmp)
         for name, students in prepare_course(course_dir, names, repo).items():
             results[name] = grading.grade_class(course_dir, name, students)
+            class_report.write(course_dir, name, output_dir / class_report.OUTPUT_FOLDER / name)
         for folder in ("feedback", "autograded"):
             shutil.rmtree(output_dir / folder, ignore_errors=True)
             if (course_dir / folder).exists():
@@ -195,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     print(overview(results))
     out = args.output.resolve()
     print(f"\ngrades:   {out / 'grades.csv'}\nfeedback: {out / 'feedback'}/<student>/<assignment>/<notebook>.html"
-          f"\nlog:      {out / 'grading.log'}")
+          f"\nlog:      {out / 'grading.log'}\nclass reports (what to re-teach; open in a browser):")
+    for name in results:
+        print(f"  {out / class_report.OUTPUT_FOLDER / name / 'report.html'}")
     ungraded = [r.student for _, rows in results.values() for r in rows if r.steps is None]
     return 1 if ungraded else 0
 

@@ -13,7 +13,10 @@ A submission's grade depends on four things, each hashed (SHA-256) by :func:`fin
 
 :class:`GradingRecord` keeps, next to the gradebook (``gradebook-hashes.json``), the fingerprint of each
 submission that was graded; a submission whose fingerprint is unchanged and whose grades are still in the
-gradebook is not graded again (unless ``--force``). A submission that was not graded is always tried again.
+gradebook is not graded again (unless ``--force``). A submission that was not graded is always tried again,
+and the reason it was not graded is kept for the class report. The record also keeps which source of each
+assignment ``generate_assignment`` last loaded into the gradebook (:func:`loaded_source_fingerprint`), so that
+a re-run with the same source does not load it again.
 """
 
 from __future__ import annotations
@@ -79,6 +82,26 @@ def grader_version(course_dir: Path) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def grader_label(course_dir: Path) -> str:
+    """The grader's version as people read it, for feedback and the class report.
+
+    Returns
+    -------
+    str
+        ``"attention-lab 0.1.0, nbgrader 0.9.6, grader 1a2b3c4d5e6f"``: the installed distributions and the
+        first 12 hex digits of :func:`grader_version` (which also covers the grading code and the course's
+        ``nbgrader_config.py``, so that two gradings with the same label used the same grader).
+    """
+    ours = metadata.packages_distributions().get("autograder", ["?"])[0]
+    parts = []
+    for package in (ours, "nbgrader"):
+        try:
+            parts.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{package} (version unknown)")
+    return ", ".join([*parts, f"grader {grader_version(course_dir)[:12]}"])
+
+
 def spec_hash(assignment: str) -> str:
     """Hash of the assignment's folder in ``autograder/assignments/`` ("" for an assignment the grader does not know)."""
     try:
@@ -88,7 +111,8 @@ def spec_hash(assignment: str) -> str:
     return tree_hash(Path(assignments.__file__).parent / folder)
 
 
-def fingerprint(course_dir: Path, assignment: str, student: str, grader: str | None = None) -> dict[str, str]:
+def fingerprint(course_dir: Path, assignment: str, student: str, grader: str | None = None,
+                source: str | None = None, spec: str | None = None) -> dict[str, str]:
     """The four hashes a grade of ``student`` on ``assignment`` depends on (see the module docstring).
 
     Parameters
@@ -99,6 +123,9 @@ def fingerprint(course_dir: Path, assignment: str, student: str, grader: str | N
         Which submission.
     grader : str, optional
         :func:`grader_version`, when the caller computed it once for the class.
+    source, spec : str, optional
+        The assignment's source hash (:func:`tree_hash` of ``source/<assignment>``) and :func:`spec_hash`, when
+        the caller computed them once for the class (a class of 300 would hash them 300 times otherwise).
 
     Returns
     -------
@@ -107,9 +134,16 @@ def fingerprint(course_dir: Path, assignment: str, student: str, grader: str | N
     """
     course_dir = Path(course_dir)
     return {"submission": tree_hash(course_dir / "submitted" / student / assignment),
-            "source": tree_hash(course_dir / "source" / assignment),
-            "spec": spec_hash(assignment),
+            "source": source if source is not None else tree_hash(course_dir / "source" / assignment),
+            "spec": spec if spec is not None else spec_hash(assignment),
             "grader": grader if grader is not None else grader_version(course_dir)}
+
+
+def loaded_source_fingerprint(course_dir: Path, assignment: str, grader: str | None = None) -> str:
+    """What the gradebook's copy of ``assignment`` (cells, hidden tests) was made from: its source folder and
+    the grader's version (nbgrader's and the course configuration's preprocessors), as one hash."""
+    grader = grader if grader is not None else grader_version(course_dir)
+    return hashlib.sha256(f"{tree_hash(Path(course_dir) / 'source' / assignment)}|{grader}".encode()).hexdigest()
 
 
 class GradingRecord:
@@ -145,12 +179,34 @@ class GradingRecord:
     def graded(self, assignment: str, student: str, current: dict[str, str], notes: list[str]) -> None:
         """Record that ``student`` was graded from ``current`` (:func:`fingerprint`), with the table's ``notes``."""
         self.data["assignments"].setdefault(assignment, {})[student] = {"fingerprint": current, "notes": notes}
+        self.data.get("failed", {}).get(assignment, {}).pop(student, None)
         self._save()
 
-    def forget(self, assignment: str, student: str) -> None:
-        """Drop the record of ``student`` (not graded this time: the next run tries again)."""
-        if self.data["assignments"].get(assignment, {}).pop(student, None) is not None:
+    def forget(self, assignment: str, student: str, reason: str | None = None) -> None:
+        """Drop the record of ``student`` (not graded this time: the next run tries again).
+
+        ``reason``, the one line saying why it was not graded, is kept for the class report
+        (:meth:`failures`) until the student is graded.
+        """
+        dropped = self.data["assignments"].get(assignment, {}).pop(student, None) is not None
+        if reason is not None:
+            self.data.setdefault("failed", {}).setdefault(assignment, {})[student] = reason
+        if dropped or reason is not None:
             self._save()
+
+    def failures(self, assignment: str) -> dict[str, str]:
+        """student → why their submission of ``assignment`` was not graded in the last run that tried it."""
+        return dict(self.data.get("failed", {}).get(assignment, {}))
+
+    def loaded_source(self, assignment: str) -> str | None:
+        """The fingerprint of the assignment's source last loaded into the gradebook (:meth:`loaded`), or None."""
+        return self.data.get("loaded", {}).get(assignment)
+
+    def loaded(self, assignment: str, source: str) -> None:
+        """Record that ``generate_assignment`` loaded ``assignment`` into the gradebook from a source with
+        fingerprint ``source`` (the source folder's hash with the grader's version)."""
+        self.data.setdefault("loaded", {})[assignment] = source
+        self._save()
 
     def _save(self) -> None:
         partial = self.path.with_name(self.path.name + ".partial")

@@ -143,10 +143,24 @@ class StudentResult:
     note: str = ""
     named: list[str] = field(default_factory=list)
     unchanged: bool = False  # not graded again: nothing its grade depends on changed since it was graded
+    #: grade_id → the autograder's score, for each step whose score is a manual one given in Formgrader
+    manual: dict[str, float] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
         return sum(score for score, _ in self.steps.values()) if self.steps else 0.0
+
+
+def score_text(value: float) -> str:
+    """A score as people read it: at most two decimals, no trailing zeros (``0.43``, ``1.5``, ``3``; never ``0.428571``)."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def step_score_text(result: "StudentResult", grade_id: str) -> str:
+    """``score/max`` of one step, marked ``(manual)`` when the score is a manual one given in Formgrader."""
+    score, maximum = result.steps[grade_id]
+    return f"{score_text(score)}/{score_text(maximum)}" + (" (manual)" if grade_id in result.manual else "")
 
 
 def step_name(grade_id: str, assignment: str | None = None) -> str:
@@ -194,15 +208,20 @@ def read_results(course_dir: Path, assignment: str, students: list[str],
                 continue
             try:
                 gradebook.find_submission(assignment, student)
-                scores = {}
+                scores, manual = {}, {}
                 for notebook, cell, max_score in cells:
                     grade = gradebook.find_grade(cell, notebook, assignment, student)
                     if grade.auto_score is None:  # nbgrader kept the submission but could not run it
                         raise MissingEntry(f"{cell} was not autograded")
                     scores[cell] = (float(grade.score), float(max_score))
+                    if grade.manual_score is not None:  # given in Formgrader: grade.score is it, not the autograder's
+                        manual[cell] = float(grade.auto_score)
                 note, named = _grading_notes(course_dir, assignment, student)
+                if manual:
+                    note = "; ".join(filter(None, [note, "manual score in Formgrader: " + ", ".join(
+                        f"{step_name(cell, assignment)} (autograder {score_text(auto)})" for cell, auto in manual.items())]))
                 note = "; ".join(filter(None, [note, *job_notes.get(student, [])]))
-                results.append(StudentResult(student, scores, note, named))
+                results.append(StudentResult(student, scores, note, named, manual=manual))
             except MissingEntry as missing:
                 results.append(StudentResult(student, None, f"not graded: the gradebook has no score for it ({missing})"))
     return steps, results
@@ -255,7 +274,8 @@ def format_table(steps: list[str], results: list[StudentResult], assignment: str
     """Plain-text table: one row per student, one column per step, the total, and notes.
 
     The notes column names the known mistakes found and why a kernel was
-    stopped, or why a submission was not graded.
+    stopped, or why a submission was not graded. A manual score given in Formgrader is marked
+    ``(manual)`` (:func:`step_score_text`); scores have at most two decimals (:func:`score_text`).
     """
     headers = ["student", *(step_name(s, assignment) for s in steps), "total", "notes"]
     maximum = None
@@ -266,8 +286,8 @@ def format_table(steps: list[str], results: list[StudentResult], assignment: str
             continue
         maximum = sum(m for _, m in result.steps.values())
         notes = "; ".join(filter(None, [result.note, ", ".join(result.named)]))
-        rows.append([result.student, *(f"{result.steps[s][0]:g}/{result.steps[s][1]:g}" for s in steps),
-                     f"{result.total:g}/{maximum:g}", notes])
+        rows.append([result.student, *(step_score_text(result, s) for s in steps),
+                     f"{score_text(result.total)}/{score_text(maximum)}", notes])
     widths = [max(len(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
     lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [headers, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -355,13 +375,15 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
     grader = fingerprints.grader_version(course_dir)
     problems, notes, hashes, unchanged, to_grade = {}, {}, {}, set(), []
     still_graded = _autograded_students(course_dir, assignment)
+    source, spec = fingerprints.tree_hash(course_dir / "source" / assignment), fingerprints.spec_hash(assignment)
     for student in students:
         unsafe = student_id_problem(student)
         if unsafe:  # never graded, and moved where Formgrader does not list it
             moved = quarantine(course_dir, student).relative_to(course_dir)
             problems[student] = f"{unsafe}; moved to {moved}/"
+            record.forget(assignment, student, problems[student])
             continue
-        hashes[student] = fingerprints.fingerprint(course_dir, assignment, student, grader)
+        hashes[student] = fingerprints.fingerprint(course_dir, assignment, student, grader, source, spec)
         if not force and student in still_graded and record.unchanged(assignment, student, hashes[student]):
             unchanged.add(student)
             notes[student] = record.notes(assignment, student)
@@ -384,7 +406,12 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
             assignments.get(assignment)
         except KeyError:
             pass
-        load_into_gradebook(course_dir, assignment)
+        # generate_assignment costs 5-7 s of a re-run's fixed cost: skip it when the gradebook (and the source kept
+        # with it, which the jobs grade from) already hold this very source, loaded by this grader
+        if not (already_loaded(course_dir, assignment, record, grader)
+                and (graded_source(course_dir) / "source" / assignment).is_dir()):
+            load_into_gradebook(course_dir, assignment)
+            record.loaded(assignment, fingerprints.loaded_source_fingerprint(course_dir, assignment, grader))
         budget = student_job.StudentBudget(config=course_config(course_dir))
         with open(course_dir / "grading.log", "a") as log:
             log.write(f"==== {assignment} ====\n")
@@ -397,7 +424,7 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
                     record.graded(assignment, job.student, hashes[job.student], job.notes)
                 else:
                     problems[job.student] = job.reason
-                    record.forget(assignment, job.student)
+                    record.forget(assignment, job.student, job.reason)
 
             parallel.grade_students(course_dir, assignment, to_grade, budget, workers, progress, on_done=done)
     steps, results = read_results(course_dir, assignment, students, problems, notes)
@@ -418,6 +445,32 @@ def _require_probe_kernel(course_dir: Path) -> None:
     if key not in _kernels_checked:
         preflight.require_probe_kernel(course_dir)
         _kernels_checked.add(key)
+
+
+def already_loaded(course_dir: Path, assignment: str, record, grader: str) -> bool:
+    """Whether ``generate_assignment`` can be skipped: the gradebook holds ``assignment``, loaded (as
+    ``record`` says) from the very source folder now on disk by the same grader (``grader``: its version hash).
+
+    Parameters
+    ----------
+    record : autograder.nbgrader.fingerprints.GradingRecord
+        The course's grading record.
+    """
+    from autograder.nbgrader import fingerprints
+
+    return (record.loaded_source(assignment) == fingerprints.loaded_source_fingerprint(course_dir, assignment, grader)
+            and _gradebook_holds(course_dir, assignment))
+
+
+def _gradebook_holds(course_dir: Path, assignment: str) -> bool:
+    """Whether the course's gradebook has ``assignment`` with at least one notebook and grade cell."""
+    if not (course_dir / "gradebook.db").exists():
+        return False
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
+        try:
+            return any(nb.grade_cells for nb in gradebook.find_assignment(assignment).notebooks)
+        except MissingEntry:
+            return False
 
 
 def _autograded_students(course_dir: Path, assignment: str) -> set[str]:
