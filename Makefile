@@ -51,7 +51,8 @@ release: $(STAMP)
 	$(BIN)/python -m autograder release $(ASSIGNMENTS)
 
 ## grade: autograde a real class: submitted/<student>/<assignment>/*.ipynb, on every core
-## (GRADE_ARGS="--workers N" for N at once, "--force" to grade unchanged submissions again)
+## (GRADE_ARGS="--workers N" for N at once, "--force" to grade unchanged submissions again,
+## "--scheduler tcp://host:8786" to grade on a Dask cluster's workers: README, "Grading past one machine")
 grade: $(STAMP) sandbox
 	$(BIN)/python -m autograder grade $(ASSIGNMENTS) $(GRADE_ARGS)
 

@@ -1,27 +1,33 @@
-"""Grading on every core (issue 14 §2) and from any course directory (§4b), end to end with nbgrader.
+"""Grading on every core (issue 14 §2), from any course directory (§4b) and past one machine (§5), end to end.
 
 Assignment 1's end-to-end sample is graded twice, in two course directories, on one worker and on two: every
 score, comment, gradebook row and feedback file must be the same. A re-run grades only what changed
 (``gradebook-hashes.json``) unless ``--force``; a course copied outside the checkout is graded from its own
 directory; a course whose sandboxed kernel cannot import ``attention_lab`` stops before the first student.
+The same sample graded by the command line on a Dask cluster (two worker processes) into a PostgreSQL
+gradebook gives what the one-worker run gave; a shipped job grades with its course directory gone.
 """
 
 import contextlib
 import io
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import nbformat
 import pytest
 
 from autograder import assignments
 from autograder.examples import example_class
-from autograder.nbgrader import grading
+from autograder.nbgrader import dask_executor, fingerprints, gradebook_copy, grading
 from autograder.nbgrader.gradebook_copy import sqlite_url, submission_rows
+from autograder.nbgrader.student_job import StudentBudget
 from autograder.nbgrader.notebook_cells import fill_release, read, solution_cells
 from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
+from postgres_support import postgres_server
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -179,3 +185,92 @@ def test_the_throughput_benchmark_smoke_run_gives_plain_nbgrader_s_scores_on_two
     totals = {student: sum(score for score, _ in steps.values()) for student, steps in row.grade.scores.items()}
     assert totals["ada-correct-1"] == sum(m for _, m in row.grade.scores["ada-correct-1"].values())
     assert totals["ben-untouched-1"] == 0  # the untouched release: a class of equal full marks would prove nothing
+
+
+
+#: A Dask LocalCluster of two worker processes (one thread each, as the README sizes them), in its own process so
+#: that the test's process, which forks grading jobs, runs no Dask threads; it prints its address and runs
+#: until its standard input closes.
+CLUSTER = """
+import sys
+from distributed import LocalCluster
+cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", scheduler_port=0,
+                       dashboard_address=None)
+print(cluster.scheduler_address, flush=True)
+sys.stdin.read()
+cluster.close()
+"""
+
+
+@contextlib.contextmanager
+def local_cluster():
+    """The address of a running two-worker Dask LocalCluster; stopped on exit. Its workers cannot read PGPASSFILE."""
+    env = {k: v for k, v in os.environ.items() if k != "PGPASSFILE"}
+    cluster = subprocess.Popen([sys.executable, "-c", CLUSTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        address = cluster.stdout.readline().strip()
+        assert address.startswith("tcp://127.0.0.1:"), f"the cluster did not start (exit code {cluster.poll()})"
+        yield address
+    finally:
+        cluster.stdin.close()
+        try:
+            cluster.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            cluster.kill()
+            cluster.wait()
+
+
+@pytest.fixture(scope="module")
+def graded_on_a_cluster(tmp_path_factory):
+    """The end-to-end sample graded by ``python -m autograder grade --scheduler`` on a two-worker Dask cluster,
+    into a PostgreSQL gradebook (``c.CourseDirectory.db_url``; the password only in this process's PGPASSFILE)."""
+    course = tmp_path_factory.mktemp("cluster")
+    students = example_class.prepare_course(course, [ASSIGNMENT], sample=True)[ASSIGNMENT]
+    with postgres_server(("gradebook",)) as server, local_cluster() as address:
+        url = server.url("gradebook")
+        with open(course / "nbgrader_config.py", "a") as config:
+            config.write(f"\nc.CourseDirectory.db_url = {url!r}\n")
+        with mock.patch.dict(os.environ, {"PGPASSFILE": str(server.passfile)}):
+            done = grade_here(course, "--scheduler", address)
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+            yield course, students, submission_rows(url, ASSIGNMENT), done
+
+
+def test_a_dask_cluster_and_a_postgresql_gradebook_give_every_score_comment_and_feedback_file_of_a_local_run(
+        graded_twice, graded_on_a_cluster, tmp_path):
+    local, steps, rows, _ = graded_twice[1]
+    course, students, cluster_rows, done = graded_on_a_cluster
+    assert students == [r.student for r in rows]
+    grading.write_csv(tmp_path / "local.csv", ASSIGNMENT, steps, rows)  # scores, notes and named mistakes
+    assert (course / f"grades-{ASSIGNMENT}.csv").read_text() == (tmp_path / "local.csv").read_text()
+    assert cluster_rows == submission_rows(sqlite_url(local / "gradebook.db"), ASSIGNMENT)
+    assert not (course / "gradebook.db").exists()  # every row went to PostgreSQL
+    assert files(course / "feedback") == files(local / "feedback") and outputs(course) == outputs(local)
+    log = (course / "grading.log").read_text()
+    assert log.count("[worker tcp://127.0.0.1:") == len(students)  # each student was graded on a worker
+
+
+def test_a_shipped_job_grades_from_what_it_carries_with_the_course_directory_gone(graded_twice, tmp_path):
+    local, _, rows, _ = graded_twice[1]
+    student = next(r.student for r in rows if r.named)  # a named mistake: scores, a comment and a hint to agree on
+    url = sqlite_url(local / "gradebook.db")
+    expected = {"spec": fingerprints.spec_hash(ASSIGNMENT), "grader": fingerprints.grader_version(local)}
+    job = dask_executor.ship(local, ASSIGNMENT, student, gradebook_copy.assignment_data(url, ASSIGNMENT),
+                             gradebook_copy.student_data(url, ASSIGNMENT, student), expected,
+                             StudentBudget(config=grading.course_config(local)))
+    assert str(local).encode() not in pickle.dumps(job)  # no path of the course travels with it
+    away = tmp_path / "away"
+    local.rename(away)
+    try:
+        shipped = dask_executor.run_job(job)
+    finally:
+        away.rename(local)
+    assert shipped.job.graded, shipped.job.reason
+    assert shipped.rows == gradebook_copy.submission_data(url, ASSIGNMENT, student)
+    assert {name: data for name, (data, _) in shipped.feedback.items()} == \
+        files(local / "feedback" / student / ASSIGNMENT)
+    graded = {name: [c.outputs for c in nbformat.reads(data.decode(), as_version=4).cells if c.cell_type == "code"]
+              for name, (data, _) in shipped.autograded.items()}
+    assert graded == {path.removeprefix(f"autograded/{student}/{ASSIGNMENT}/"): cells
+                      for path, cells in outputs(local).items() if path.startswith(f"autograded/{student}/")}

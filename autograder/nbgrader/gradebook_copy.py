@@ -14,11 +14,20 @@ graded like this (:mod:`autograder.nbgrader.parallel`):
 Only the fields that ``nbgrader autograde`` writes are copied (the student, the submission's timestamp, each
 notebook's late penalty, each grade's autograder score and review flag, each comment's autograder comment):
 a manual score or comment that an instructor gives in Formgrader while the class is being graded is kept.
+
+The class gradebook need not be SQLite: nbgrader's ``c.CourseDirectory.db_url`` may name a server
+(``postgresql+psycopg2://...``; :func:`class_gradebook_url`). A job's gradebook is then never a copy of the
+server: :func:`seed` makes a private SQLite gradebook from the assignment's rows (:func:`assignment_data`) and
+the student's own (:func:`student_data`), read and written through the public Gradebook API, and
+:class:`JobGradebooks` picks the one way or the other. The rows a job wrote travel as plain data
+(:func:`submission_data`, :func:`write_submission`), so that a job may also run on another machine
+(:mod:`autograder.nbgrader.dask_executor`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sqlite3
 import warnings
 from pathlib import Path
@@ -66,6 +75,89 @@ def snapshot(gradebook: Path, target: Path) -> Path:
     return Path(target)
 
 
+def class_gradebook_url(course_dir: Path) -> str:
+    """nbgrader ``db_url`` of the course's gradebook, as nbgrader resolves it.
+
+    ``c.CourseDirectory.db_url`` of the course's ``nbgrader_config.py`` when it sets one (e.g.
+    ``postgresql+psycopg2://grader@db.example.org/attention_lab``), else ``gradebook.db`` at the course root.
+    """
+    from nbgrader.coursedir import CourseDirectory
+
+    from autograder.nbgrader.grading import course_config
+
+    return CourseDirectory(config=course_config(Path(course_dir)), root=str(Path(course_dir).resolve())).db_url
+
+
+def sqlite_file(db_url: str) -> Path | None:
+    """The file of an SQLite ``db_url`` (``sqlite:///path``), or None for a database server's URL."""
+    return Path(db_url.split(":///", 1)[1]) if db_url.startswith("sqlite:///") else None
+
+
+def gradebook_exists(db_url: str) -> bool:
+    """Whether the gradebook at ``db_url`` may hold rows: its SQLite file exists, or it is a server (always)."""
+    path = sqlite_file(db_url)
+    return path is None or path.is_file()
+
+
+def submission_data(job_url: str, assignment: str, student: str) -> dict:
+    """What autograding ``student`` wrote in the job's gradebook, as plain values (:func:`write_submission`).
+
+    Returns
+    -------
+    dict
+        ``{"student": {first_name, last_name, email, lms_user_id}, "timestamp": datetime or None,
+        "notebooks": {notebook: {"late_submission_penalty", "grades": {cell: {auto_score,
+        needs_manual_grade}}, "comments": {cell: {auto_comment}}}}}``.
+
+    Raises
+    ------
+    nbgrader.api.MissingEntry
+        If the job's gradebook has no submission of ``student`` (the job did not autograde it).
+    """
+    with Gradebook(job_url, course_id=COURSE_ID) as job:
+        graded = job.find_submission(assignment, student)
+        return {"student": {name: getattr(graded.student, name) for name in STUDENT_FIELDS},
+                "timestamp": graded.timestamp,
+                "notebooks": {notebook.name: {
+                    "late_submission_penalty": notebook.late_submission_penalty,
+                    "grades": {g.name: {name: getattr(g, name) for name in GRADE_FIELDS} for g in notebook.grades},
+                    "comments": {c.name: {name: getattr(c, name) for name in COMMENT_FIELDS}
+                                 for c in notebook.comments},
+                } for notebook in graded.notebooks}}
+
+
+def write_submission(class_url: str, assignment: str, student: str, data: dict) -> None:
+    """Write what autograding ``student`` produced (:func:`submission_data`) into the class gradebook.
+
+    Only autograde's own fields are written; a manual score or comment already in the class gradebook stays.
+
+    Raises
+    ------
+    nbgrader.api.MissingEntry
+        If the class gradebook does not know ``assignment`` or one of the cells in ``data``.
+    """
+    with Gradebook(class_url, course_id=COURSE_ID) as gradebook:
+        try:
+            gradebook.find_student(student)
+        except MissingEntry:
+            gradebook.add_student(student, **{name: data["student"].get(name) for name in STUDENT_FIELDS})
+        with warnings.catch_warnings():  # nbgrader's add_submission always trips SQLAlchemy's autoflush warning
+            warnings.simplefilter("ignore", SAWarning)
+            gradebook.update_or_create_submission(assignment, student, timestamp=data["timestamp"])
+        for notebook, rows in data["notebooks"].items():
+            target = gradebook.find_submission_notebook(notebook, assignment, student)
+            target.late_submission_penalty = rows["late_submission_penalty"]
+            for cell, fields in rows["grades"].items():
+                row = gradebook.find_grade(cell, notebook, assignment, student)
+                for name in GRADE_FIELDS:
+                    setattr(row, name, fields[name])
+            for cell, fields in rows["comments"].items():
+                row = gradebook.find_comment(cell, notebook, assignment, student)
+                for name in COMMENT_FIELDS:
+                    setattr(row, name, fields[name])
+        gradebook.db.commit()
+
+
 def copy_submission(job_url: str, class_url: str, assignment: str, student: str) -> None:
     """Copy what autograding ``student`` wrote in the job's gradebook into the class gradebook.
 
@@ -82,28 +174,206 @@ def copy_submission(job_url: str, class_url: str, assignment: str, student: str)
         If the job's gradebook has no submission of ``student`` (the job did not autograde it), or the class
         gradebook does not know ``assignment`` or one of its cells.
     """
-    with Gradebook(job_url, course_id=COURSE_ID) as job, Gradebook(class_url, course_id=COURSE_ID) as gradebook:
-        graded = job.find_submission(assignment, student)
+    write_submission(class_url, assignment, student, submission_data(job_url, assignment, student))
+
+
+def assignment_data(db_url: str, assignment: str) -> dict:
+    """The assignment's rows that autograding reads, as plain values (what ``generate_assignment`` wrote).
+
+    Returns
+    -------
+    dict
+        ``{"name", "duedate", "notebooks": [{"name", "kernelspec", "grade_cells": [{name, max_score,
+        cell_type}], "solution_cells": [name], "task_cells": [{name, max_score, cell_type}],
+        "source_cells": [{name, cell_type, locked, source, checksum}]}]}``, each list in the order the
+        gradebook returns it (the order nbgrader's ``add_missing_cells`` and
+        :func:`autograder.nbgrader.metadata_restore.known_cells` rely on).
+
+    Raises
+    ------
+    nbgrader.api.MissingEntry
+        If the gradebook does not know ``assignment``.
+    """
+    graded = ("name", "max_score", "cell_type")
+    with Gradebook(db_url, course_id=COURSE_ID) as gradebook:
+        record = gradebook.find_assignment(assignment)
+        return {"name": record.name, "duedate": record.duedate, "notebooks": [{
+            "name": nb.name, "kernelspec": nb.kernelspec,
+            "grade_cells": [{f: getattr(c, f) for f in graded} for c in nb.grade_cells],
+            "solution_cells": [c.name for c in nb.solution_cells],
+            "task_cells": [{f: getattr(c, f) for f in graded} for c in nb.task_cells],
+            "source_cells": [{f: getattr(c, f) for f in ("name", "cell_type", "locked", "source", "checksum")}
+                             for c in nb.source_cells],
+        } for nb in record.notebooks]}
+
+
+def student_data(db_url: str, assignment: str, student: str) -> dict | None:
+    """The student and their earlier submission of ``assignment`` as plain values, or None for a new student.
+
+    Grading reads them: the extension (late penalty) and the manual scores and comments an instructor gave
+    (the feedback shows them).
+
+    Returns
+    -------
+    dict or None
+        ``{"student": {first_name, ...}, "submission": None or {"timestamp", "extension", "notebooks":
+        {notebook: {"flagged", "late_submission_penalty", "grades": {cell: {auto_score, manual_score,
+        extra_credit, needs_manual_grade}}, "comments": {cell: {auto_comment, manual_comment}}}}}}``.
+    """
+    with Gradebook(db_url, course_id=COURSE_ID) as gradebook:
         try:
-            gradebook.find_student(student)
+            record = gradebook.find_student(student)
         except MissingEntry:
-            source = graded.student
-            gradebook.add_student(student, **{name: getattr(source, name) for name in STUDENT_FIELDS})
+            return None
+        data = {"student": {name: getattr(record, name) for name in STUDENT_FIELDS}, "submission": None}
+        try:
+            submission = gradebook.find_submission(assignment, student)
+        except MissingEntry:
+            return data
+        data["submission"] = {"timestamp": submission.timestamp, "extension": submission.extension, "notebooks": {
+            nb.name: {"flagged": nb.flagged, "late_submission_penalty": nb.late_submission_penalty,
+                      "grades": {g.name: {f: getattr(g, f) for f in (*GRADE_FIELDS, "manual_score", "extra_credit")}
+                                 for g in nb.grades},
+                      "comments": {c.name: {f: getattr(c, f) for f in (*COMMENT_FIELDS, "manual_comment")}
+                                   for c in nb.comments}}
+            for nb in submission.notebooks}}
+        return data
+
+
+def seed_assignment(target: Path, assignment: dict) -> Path:
+    """Make ``target`` a new SQLite gradebook holding one assignment's rows (:func:`assignment_data`), no student.
+
+    A new gradebook costs nbgrader a run of ``alembic`` (seconds), so a class's jobs copy one such file and add
+    their student to the copy (:func:`add_student_rows`).
+
+    Returns
+    -------
+    Path
+        ``target``.
+    """
+    Path(target).unlink(missing_ok=True)
+    with Gradebook(sqlite_url(target), course_id=COURSE_ID) as gradebook:
+        gradebook.update_or_create_assignment(assignment["name"], duedate=assignment["duedate"])
+        name = assignment["name"]
+        for nb in assignment["notebooks"]:
+            gradebook.update_or_create_notebook(nb["name"], name, kernelspec=nb["kernelspec"])
+            for cell in nb["grade_cells"]:
+                gradebook.update_or_create_grade_cell(cell["name"], nb["name"], name, max_score=cell["max_score"],
+                                                      cell_type=cell["cell_type"])
+            for cell in nb["solution_cells"]:
+                gradebook.update_or_create_solution_cell(cell, nb["name"], name)
+            for cell in nb["task_cells"]:
+                gradebook.update_or_create_task_cell(cell["name"], nb["name"], name, max_score=cell["max_score"],
+                                                     cell_type=cell["cell_type"])
+            for cell in nb["source_cells"]:  # in the class gradebook's order, which grading relies on
+                gradebook.update_or_create_source_cell(cell["name"], nb["name"], name, cell_type=cell["cell_type"],
+                                                       locked=cell["locked"], source=cell["source"],
+                                                       checksum=cell["checksum"])
+    return Path(target)
+
+
+def add_student_rows(target: Path, assignment: str, student: str, known: dict | None) -> Path:
+    """Add ``student`` and their earlier submission (:func:`student_data`; None: a new student) to ``target``.
+
+    Returns
+    -------
+    Path
+        ``target``: autograding ``student`` there reads what it would read in the class gradebook.
+    """
+    if known is None:
+        return Path(target)
+    with Gradebook(sqlite_url(target), course_id=COURSE_ID) as gradebook:
+        gradebook.add_student(student, **known["student"])
+        submission = known["submission"]
+        if submission is None:
+            return Path(target)
         with warnings.catch_warnings():  # nbgrader's add_submission always trips SQLAlchemy's autoflush warning
             warnings.simplefilter("ignore", SAWarning)
-            gradebook.update_or_create_submission(assignment, student, timestamp=graded.timestamp)
-        for notebook in graded.notebooks:
-            target = gradebook.find_submission_notebook(notebook.name, assignment, student)
-            target.late_submission_penalty = notebook.late_submission_penalty
-            for grade in notebook.grades:
-                row = gradebook.find_grade(grade.name, notebook.name, assignment, student)
-                for name in GRADE_FIELDS:
-                    setattr(row, name, getattr(grade, name))
-            for comment in notebook.comments:
-                row = gradebook.find_comment(comment.name, notebook.name, assignment, student)
-                for name in COMMENT_FIELDS:
-                    setattr(row, name, getattr(comment, name))
+            gradebook.add_submission(assignment, student, timestamp=submission["timestamp"],
+                                     extension=submission["extension"])
+        for notebook, rows in submission["notebooks"].items():
+            record = gradebook.find_submission_notebook(notebook, assignment, student)
+            record.flagged, record.late_submission_penalty = rows["flagged"], rows["late_submission_penalty"]
+            for cell, fields in rows["grades"].items():
+                row = gradebook.find_grade(cell, notebook, assignment, student)
+                for name, value in fields.items():
+                    setattr(row, name, value)
+            for cell, fields in rows["comments"].items():
+                row = gradebook.find_comment(cell, notebook, assignment, student)
+                for name, value in fields.items():
+                    setattr(row, name, value)
         gradebook.db.commit()
+    return Path(target)
+
+
+def seed(target: Path, assignment: dict, student: str, known: dict | None, template: Path | None = None) -> Path:
+    """Make ``target`` a new SQLite gradebook holding one assignment and at most one student's rows.
+
+    Parameters
+    ----------
+    target : Path
+        The SQLite file to create (replaced if it exists).
+    assignment : dict
+        :func:`assignment_data` of the class gradebook.
+    student : str
+        The student the job grades.
+    known : dict or None
+        :func:`student_data` of that student (None: the class gradebook does not know them yet).
+    template : Path, optional
+        :func:`seed_assignment` of ``assignment``, made once for the class: copied instead of made again.
+
+    Returns
+    -------
+    Path
+        ``target``: autograding ``student`` there reads what it would read in the class gradebook.
+    """
+    if template is None:
+        seed_assignment(target, assignment)
+    else:
+        shutil.copyfile(template, target)
+    return add_student_rows(target, assignment["name"], student, known)
+
+
+class JobGradebooks:
+    """Each grading job's own gradebook, made from the class gradebook at ``class_url`` (one writer: the caller).
+
+    An SQLite class gradebook is snapshotted once (:func:`snapshot`) and each job gets a copy of the
+    snapshot; a gradebook on a server (PostgreSQL) is never copied: each job gets a copy of a private SQLite
+    gradebook seeded once with the assignment's rows (:func:`seed_assignment`), with the student's own added
+    (:func:`add_student_rows`).
+
+    Parameters
+    ----------
+    class_url : str
+        nbgrader ``db_url`` of the class gradebook; it must already hold ``assignment``.
+    assignment : str
+        The assignment being graded.
+    scratch : Path
+        A private folder for the snapshot and the jobs' gradebooks.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``class_url`` is an SQLite file that does not exist.
+    nbgrader.api.MissingEntry
+        If a server's gradebook does not know ``assignment``.
+    """
+
+    def __init__(self, class_url: str, assignment: str, scratch: Path):
+        self.class_url, self.assignment, self.scratch = class_url, assignment, Path(scratch)
+        path = sqlite_file(class_url)
+        self.snapshot = snapshot(path, self.scratch / "class.db") if path is not None else None
+        self.template = None if path is not None else \
+            seed_assignment(self.scratch / "assignment.db", assignment_data(class_url, assignment))
+
+    def make(self, student: str, target: Path) -> Path:
+        """Write the gradebook of ``student``'s job at ``target`` and return ``target``."""
+        if self.snapshot is not None:
+            shutil.copyfile(self.snapshot, target)
+            return Path(target)
+        shutil.copyfile(self.template, target)
+        return add_student_rows(target, self.assignment, student,
+                                student_data(self.class_url, self.assignment, student))
 
 
 def submission_rows(db_url: str, assignment: str) -> dict[str, dict]:

@@ -195,7 +195,9 @@ def read_results(course_dir: Path, assignment: str, students: list[str],
     """
     problems = problems or {}
     job_notes = job_notes or {}
-    db_url = f"sqlite:///{course_dir / 'gradebook.db'}"
+    from autograder.nbgrader.gradebook_copy import class_gradebook_url
+
+    db_url = class_gradebook_url(course_dir)
     results = []
     with Gradebook(db_url, course_id=COURSE_ID) as gradebook:
         notebooks = gradebook.find_assignment(assignment).notebooks
@@ -325,7 +327,8 @@ def write_class_csv(path: Path, results: dict[str, tuple[list[str], list[Student
 
 
 def grade_class(course_dir: Path, assignment: str, students: list[str], workers: int | None = None,
-                force: bool = False, progress: bool | None = None) -> tuple[list[str], list[StudentResult]]:
+                force: bool = False, progress: bool | None = None,
+                scheduler: str | None = None) -> tuple[list[str], list[StudentResult]]:
     """Autograde every submission of ``assignment`` in ``course_dir/submitted`` and write feedback.
 
     Each student is graded on their own (:class:`autograder.nbgrader.student_job.StudentJob`: a child
@@ -348,6 +351,10 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
         version are unchanged since they were graded (``gradebook-hashes.json``).
     progress : bool, optional
         A progress bar with the ETA on stderr (default: when stderr is a terminal).
+    scheduler : str, optional
+        Address of a Dask distributed scheduler (``tcp://host:8786``): the students' jobs run on its workers
+        (:mod:`autograder.nbgrader.dask_executor`) instead of on ``workers`` local cores; this process stays
+        the gradebook's only writer.
 
     Returns
     -------
@@ -401,7 +408,13 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
             cohort_seed(course_dir)  # every job reads it: a malformed one stops the run, not each student
         except ValueError as malformed:
             raise GradingStopped(f"grading stopped before the first student: {malformed}") from None
-        _require_probe_kernel(course_dir)
+        cluster = None
+        if scheduler:  # connects and checks every worker as _require_probe_kernel checks this machine
+            from autograder.nbgrader.dask_executor import DaskGrader
+
+            cluster = DaskGrader(scheduler, course_dir, assignment, grader)
+        else:
+            _require_probe_kernel(course_dir)
         try:  # the known mistakes are built now, in this process, which every job is forked from
             assignments.get(assignment)
         except KeyError:
@@ -426,7 +439,13 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
                     problems[job.student] = job.reason
                     record.forget(assignment, job.student, job.reason)
 
-            parallel.grade_students(course_dir, assignment, to_grade, budget, workers, progress, on_done=done)
+            if cluster is not None:
+                try:
+                    cluster.grade_students(to_grade, budget, progress, on_done=done)
+                finally:
+                    cluster.close()
+            else:
+                parallel.grade_students(course_dir, assignment, to_grade, budget, workers, progress, on_done=done)
     steps, results = read_results(course_dir, assignment, students, problems, notes)
     for result in results:
         result.unchanged = result.student in unchanged
@@ -464,9 +483,12 @@ def already_loaded(course_dir: Path, assignment: str, record, grader: str) -> bo
 
 def _gradebook_holds(course_dir: Path, assignment: str) -> bool:
     """Whether the course's gradebook has ``assignment`` with at least one notebook and grade cell."""
-    if not (course_dir / "gradebook.db").exists():
+    from autograder.nbgrader.gradebook_copy import class_gradebook_url, gradebook_exists
+
+    url = class_gradebook_url(course_dir)  # SQLite or nbgrader's db_url (PostgreSQL)
+    if not gradebook_exists(url):
         return False
-    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
+    with Gradebook(url, course_id=COURSE_ID) as gradebook:
         try:
             return any(nb.grade_cells for nb in gradebook.find_assignment(assignment).notebooks)
         except MissingEntry:
@@ -475,10 +497,13 @@ def _gradebook_holds(course_dir: Path, assignment: str) -> bool:
 
 def _autograded_students(course_dir: Path, assignment: str) -> set[str]:
     """Students whose submission of ``assignment`` has every code grade cell autograded, and their feedback."""
-    if not (course_dir / "gradebook.db").exists():
+    from autograder.nbgrader.gradebook_copy import class_gradebook_url, gradebook_exists
+
+    url = class_gradebook_url(course_dir)
+    if not gradebook_exists(url):
         return set()
     found = set()
-    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
+    with Gradebook(url, course_id=COURSE_ID) as gradebook:
         try:
             submissions = gradebook.find_assignment(assignment).submissions
         except MissingEntry:
@@ -500,7 +525,8 @@ def submitted_students(course_dir: Path, assignment: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m autograder grade [ASSIGNMENT ...] [--workers N] [--force]``: grade the real class in the course root.
+    """``python -m autograder grade [ASSIGNMENT ...] [--workers N | --scheduler ADDRESS] [--force]``: grade the real
+    class in the course root.
 
     Returns 0 when the class was graded (students that could not be graded are listed with their reason),
     1 when grading could not start (one line on stderr says why).
@@ -517,6 +543,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=default_workers(),
                         help="students graded at once, each in its own sandboxed process (default: the cores, "
                              "%(default)s here)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="grade on the workers of this Dask distributed scheduler (tcp://host:8786) instead of "
+                             "on this machine's cores; this machine stays the gradebook's only writer")
     parser.add_argument("--force", action="store_true",
                         help="grade every submission again, also those unchanged since they were graded")
     args = parser.parse_args(argv)
@@ -535,7 +564,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         graded_any = True
         try:
-            steps, results = grade_class(course_dir, assignment, students, workers=args.workers, force=args.force)
+            steps, results = grade_class(course_dir, assignment, students, workers=args.workers, force=args.force,
+                                         scheduler=args.scheduler)
         except (GradingStopped, AssignmentChanged, GenerateFailed) as stopped:
             print(stopped, file=sys.stderr)
             return 1

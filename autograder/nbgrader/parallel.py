@@ -42,6 +42,18 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def progress_bar(total: int, assignment: str, progress: bool | None = None) -> Progress:
+    """The bar ``make grade`` shows on stderr: students graded of ``total``, with the ETA.
+
+    ``progress`` None shows it when stderr is a terminal.
+    """
+    # shutil's size, not tqdm's own: a terminal that reports 0 columns and lines (a pseudo-terminal without a
+    # size, as under `script` or some CI runners) would get no bar at all
+    size = shutil.get_terminal_size()
+    return Progress(total=total, desc=assignment, unit="student", file=sys.stderr, ncols=size.columns,
+                    nrows=size.lines, disable=(not sys.stderr.isatty()) if progress is None else not progress)
+
+
 def grade_students(course_dir: Path, assignment: str, students: list[str], budget: StudentBudget,
                    workers: int | None = None, progress: bool | None = None,
                    on_done: Callable[[JobResult], None] | None = None) -> dict[str, JobResult]:
@@ -50,7 +62,8 @@ def grade_students(course_dir: Path, assignment: str, students: list[str], budge
     Parameters
     ----------
     course_dir : Path
-        The course root; its ``gradebook.db`` must already hold the assignment (``generate_assignment``).
+        The course root; its gradebook (``gradebook.db`` or ``c.CourseDirectory.db_url``) must already hold the
+        assignment (``generate_assignment``).
     assignment : str
         The assignment id.
     students : list of str
@@ -80,14 +93,9 @@ def grade_students(course_dir: Path, assignment: str, students: list[str], budge
         raise ValueError(f"workers must be at least 1, got {workers}")
     course_dir = Path(course_dir).resolve()
     results: dict[str, JobResult] = {}
-    # shutil's size, not tqdm's own: a terminal that reports 0 columns and lines (a pseudo-terminal without a
-    # size, as under `script` or some CI runners) would get no bar at all
-    size = shutil.get_terminal_size()
-    bar = Progress(total=len(students), desc=assignment, unit="student", file=sys.stderr,
-                   ncols=size.columns, nrows=size.lines,
-                   disable=(not sys.stderr.isatty()) if progress is None else not progress)
+    bar = progress_bar(len(students), assignment, progress)
     with tempfile.TemporaryDirectory(prefix="attention-lab-gradebooks-") as scratch:
-        template = gradebook_copy.snapshot(course_dir / "gradebook.db", Path(scratch) / "class.db")
+        gradebooks = gradebook_copy.JobGradebooks(gradebook_copy.class_gradebook_url(course_dir), assignment, scratch)
 
         def finished(job: StudentJob, result: JobResult) -> None:
             results[job.student] = result = job.settle(result)
@@ -102,8 +110,7 @@ def grade_students(course_dir: Path, assignment: str, students: list[str], budge
             while pending or running:
                 while pending and len(running) < workers:
                     index, student = pending.popleft()
-                    copy = Path(scratch) / f"job-{index}.db"
-                    copy.write_bytes(template.read_bytes())
+                    copy = gradebooks.make(student, Path(scratch) / f"job-{index}.db")
                     job = StudentJob(course_dir, assignment, student, budget, copy)
                     try:
                         job.start()

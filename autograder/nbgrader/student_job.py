@@ -199,8 +199,9 @@ def remove_partial_grades(course_dir: Path, assignment: str, student: str, stude
     """Remove what a grading that did not finish left: gradebook rows (public Gradebook API) and output folders."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    if (course_dir / "gradebook.db").exists():
-        with Gradebook(class_gradebook(course_dir), course_id=COURSE_ID) as gradebook:
+    url = class_gradebook(course_dir)
+    if gradebook_copy.gradebook_exists(url):
+        with Gradebook(url, course_id=COURSE_ID) as gradebook:
             with contextlib.suppress(MissingEntry):
                 gradebook.remove_submission(assignment, student)
             if not student_existed:
@@ -214,17 +215,18 @@ def remove_partial_grades(course_dir: Path, assignment: str, student: str, stude
 
 
 def class_gradebook(course_dir: Path) -> str:
-    """nbgrader ``db_url`` of the course's gradebook (``gradebook.db`` at the course root)."""
-    return gradebook_copy.sqlite_url(Path(course_dir) / "gradebook.db")
+    """nbgrader ``db_url`` of the course's gradebook (:func:`autograder.nbgrader.gradebook_copy.class_gradebook_url`)."""
+    return gradebook_copy.class_gradebook_url(course_dir)
 
 
 def student_exists(course_dir: Path, student: str) -> bool:
     """Whether the class gradebook knows ``student`` (before their job: a failed job of a new student removes them)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    if not (course_dir / "gradebook.db").exists():
+    url = class_gradebook(course_dir)
+    if not gradebook_copy.gradebook_exists(url):
         return False
-    with Gradebook(class_gradebook(course_dir), course_id=COURSE_ID) as gradebook:
+    with Gradebook(url, course_id=COURSE_ID) as gradebook:
         try:
             gradebook.find_student(student)
             return True
@@ -250,7 +252,8 @@ class StudentJob:
     budget : StudentBudget
         Wall clock and memory for the whole job.
     job_gradebook : Path
-        The job's own copy of the class gradebook (:func:`autograder.nbgrader.gradebook_copy.snapshot`).
+        The job's own SQLite gradebook, made from the class gradebook
+        (:class:`autograder.nbgrader.gradebook_copy.JobGradebooks`).
     """
 
     def __init__(self, course_dir: Path, assignment: str, student: str, budget: StudentBudget,
@@ -372,7 +375,8 @@ def run_student(course_dir: Path, assignment: str, student: str, budget: Student
     if budget is None:
         budget = StudentBudget(config=course_config(course_dir))
     with tempfile.TemporaryDirectory(prefix="attention-lab-gradebook-") as scratch:
-        copy = gradebook_copy.snapshot(course_dir / "gradebook.db", Path(scratch) / "job.db")
+        copy = gradebook_copy.JobGradebooks(class_gradebook(course_dir), assignment, Path(scratch)).make(
+            student, Path(scratch) / "job.db")
         job = StudentJob(course_dir, assignment, student, budget, copy)
         job.start()
         return job.settle(job.finish())
