@@ -22,7 +22,7 @@ export PATH := $(BIN):$(PATH)
 # On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install lab test test-fast release grade bench-grading demo report student-env worked-cases lite clean sandbox hub hub-teardown proxy
+.PHONY: install lab test test-fast release grade check bench-grading demo report student-env worked-cases lite clean sandbox hub hub-teardown proxy
 
 install: $(STAMP)
 
@@ -52,6 +52,11 @@ release: $(STAMP)
 ## (GRADE_ARGS="--workers N" for N at once, "--force" to grade unchanged submissions again)
 grade: $(STAMP) sandbox
 	$(BIN)/python -m autograder grade $(ASSIGNMENTS) $(GRADE_ARGS)
+
+## check: grade your own workspace/ notebooks with the hidden tests (A=01 for one assignment), in workspace/.check/
+A ?=
+check: $(STAMP)
+	$(BIN)/python -m autograder check $(A)
 
 ## demo: grade the embedded example class in a temporary course directory
 demo: $(STAMP) sandbox

@@ -9,6 +9,7 @@ from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.preprocessors import Execute
 
 from autograder.course import COURSE_ID
+from autograder.nbgrader.feedback_html import FeedbackExporter, ReadableFeedback
 from autograder.nbgrader.metadata_restore import RestoreFromGradebook
 from autograder.nbgrader.preprocessors import CleanTracebacks, ClearWidgetState, GradeOutsideKernel, InsertProbes
 from autograder.nbgrader.sanitize import SanitizeNotebook
@@ -51,7 +52,11 @@ c.CoalesceStreamsPreprocessor.enabled = True
 # The graded notebook is stored inert (SanitizeNotebook, last): Formgrader and the feedback render it in the
 # instructor's and the student's browser, so no script, event handler, javascript: URL, iframe, form or SVG
 # from a submission survives; feedback is sanitised again before it is rendered.
-c.GenerateFeedback.preprocessors = [SanitizeNotebook] + list(GenerateFeedback.class_traits()["preprocessors"].default())
+c.GenerateFeedback.preprocessors = ([SanitizeNotebook] + list(GenerateFeedback.class_traits()["preprocessors"].default())
+                                    + [ReadableFeedback])
+# Feedback reads well without scripts (JupyterLab's HTML viewer runs none): Markdown math is written as sanitised
+# MathML, and ReadableFeedback's style wraps long lines (autograder/nbgrader/feedback_html.py).
+c.GenerateFeedback.exporter_class = FeedbackExporter
 
 # One submission cannot stall the class (autograder/nbgrader/submission_limits.py, autograder/nbgrader/student_job.py): checked
 # before nbgrader reads it, then graded (autograde + feedback) in a child process with these budgets. The

@@ -28,6 +28,8 @@ COMMANDS: dict[str, Command] = {
                        "regenerate release/ from source/ with nbgrader generate_assignment (make release)"),
     "grade": Command("autograder.nbgrader.grading",
                      "autograde a class: submitted/<student>/<assignment>/, one sandboxed job per student (make grade)"),
+    "check": Command("autograder.nbgrader.self_check",
+                     "grade your own workspace/ notebooks with the hidden tests, in a private scratch course (make check)"),
     "demo": Command("autograder.examples.example_class",
                     "grade the embedded example class in a temporary course directory (make demo)"),
     "report": Command("autograder.examples.report",

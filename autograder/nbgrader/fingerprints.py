@@ -13,6 +13,8 @@ A submission's grade depends on four things, each hashed (SHA-256) by :func:`fin
 :class:`GradingRecord` keeps, next to the gradebook (``gradebook-hashes.json``), the fingerprint of each
 submission that was graded; a submission whose fingerprint is unchanged and whose grades are still in the
 gradebook is not graded again (unless ``--force``). A submission that was not graded is always tried again.
+The record also keeps, per assignment, :func:`source_key` of the source and grader that ``generate_assignment``
+last loaded into the gradebook, so that a re-run (``make check`` after a fix) does not load it again.
 """
 
 from __future__ import annotations
@@ -110,6 +112,12 @@ def fingerprint(course_dir: Path, assignment: str, student: str, grader: str | N
             "grader": grader if grader is not None else grader_version(course_dir)}
 
 
+def source_key(course_dir: Path, assignment: str, grader: str | None = None) -> str:
+    """What the gradebook's copy of ``assignment`` (``generate_assignment``) depends on: its source and the grader."""
+    grader = grader if grader is not None else grader_version(course_dir)
+    return hashlib.sha256(f"{tree_hash(Path(course_dir) / 'source' / assignment)}|{grader}".encode()).hexdigest()
+
+
 class GradingRecord:
     """The fingerprints and table notes of graded submissions, in ``<course>/gradebook-hashes.json``.
 
@@ -143,6 +151,15 @@ class GradingRecord:
     def graded(self, assignment: str, student: str, current: dict[str, str], notes: list[str]) -> None:
         """Record that ``student`` was graded from ``current`` (:func:`fingerprint`), with the table's ``notes``."""
         self.data["assignments"].setdefault(assignment, {})[student] = {"fingerprint": current, "notes": notes}
+        self._save()
+
+    def loaded(self, assignment: str, key: str) -> bool:
+        """Whether ``assignment`` was loaded into the gradebook from the source and grader that :func:`source_key` hashed."""
+        return self.data.get("loaded", {}).get(assignment) == key
+
+    def mark_loaded(self, assignment: str, key: str) -> None:
+        """Record that ``generate_assignment`` loaded ``assignment`` into the gradebook from ``key`` (:func:`source_key`)."""
+        self.data.setdefault("loaded", {})[assignment] = key
         self._save()
 
     def forget(self, assignment: str, student: str) -> None:

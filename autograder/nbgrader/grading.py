@@ -269,7 +269,8 @@ def write_class_csv(path: Path, results: dict[str, tuple[list[str], list[Student
 
 
 def grade_class(course_dir: Path, assignment: str, students: list[str], workers: int | None = None,
-                force: bool = False, progress: bool | None = None) -> tuple[list[str], list[StudentResult]]:
+                force: bool = False, progress: bool | None = None,
+                unsandboxed_ok: bool = False) -> tuple[list[str], list[StudentResult]]:
     """Autograde every submission of ``assignment`` in ``course_dir/submitted`` and write feedback.
 
     Each student is graded on their own (:class:`autograder.nbgrader.student_job.StudentJob`: a child
@@ -292,6 +293,10 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
         version are unchanged since they were graded (``gradebook-hashes.json``).
     progress : bool, optional
         A progress bar with the ETA on stderr (default: when stderr is a terminal).
+    unsandboxed_ok : bool
+        Accept a course configuration whose kernels run outside the sandbox
+        (:class:`autograder.sandbox.unsandboxed.UnsandboxedExecute`): only ``python -m autograder check``, a
+        learner grading their own notebook, passes True.
 
     Returns
     -------
@@ -304,12 +309,19 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
     ------
     autograder.nbgrader.preflight.GradingStopped
         Before the first student, when the course's sandboxed kernel cannot import what the probes need
-        (then no gradebook row is written).
+        (then no gradebook row is written), or when the course's pipeline runs kernels outside the sandbox
+        and ``unsandboxed_ok`` is False.
     """
     from autograder.nbgrader import fingerprints, parallel, student_job
+    from autograder.nbgrader.preflight import GradingStopped
     from autograder.nbgrader.submission_limits import quarantine, student_id_problem
+    from autograder.sandbox.unsandboxed import allowed_unsandboxed
 
     course_dir = Path(course_dir).resolve()
+    if not unsandboxed_ok and allowed_unsandboxed(course_config(course_dir).Autograde.get("autograde_preprocessors")):
+        raise GradingStopped(f"grading stopped: {course_dir / 'nbgrader_config.py'} runs learners' code outside "
+                             "the grading sandbox (UnsandboxedExecute), which only `python -m autograder check` "
+                             "may do, on a learner's own notebook")
     record = fingerprints.GradingRecord(course_dir)
     grader = fingerprints.grader_version(course_dir)
     problems, notes, hashes, unchanged, to_grade = {}, {}, {}, set(), []
@@ -328,7 +340,11 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
             to_grade.append(student)
     if to_grade:
         _require_probe_kernel(course_dir)
-        load_into_gradebook(course_dir, assignment)
+        # generate_assignment (5-7 s, most of it alembic) only when the gradebook does not hold this source yet
+        loaded = fingerprints.source_key(course_dir, assignment, grader)
+        if not record.loaded(assignment, loaded) or not _in_gradebook(course_dir, assignment):
+            load_into_gradebook(course_dir, assignment)
+            record.mark_loaded(assignment, loaded)
         budget = student_job.StudentBudget(config=course_config(course_dir))
         with open(course_dir / "grading.log", "a") as log:
             log.write(f"==== {assignment} ====\n")
@@ -362,6 +378,17 @@ def _require_probe_kernel(course_dir: Path) -> None:
     if key not in _kernels_checked:
         preflight.require_probe_kernel(course_dir)
         _kernels_checked.add(key)
+
+
+def _in_gradebook(course_dir: Path, assignment: str) -> bool:
+    """Whether the course's gradebook holds ``assignment`` with its notebooks (what ``generate_assignment`` records)."""
+    if not (course_dir / "gradebook.db").exists():
+        return False
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
+        try:
+            return bool(gradebook.find_assignment(assignment).notebooks)
+        except MissingEntry:
+            return False
 
 
 def _autograded_students(course_dir: Path, assignment: str) -> set[str]:
