@@ -15,7 +15,7 @@ from autograder.course import REPO
 
 #: make target → the subcommand it must run (the issue's list, plus the two builds and the hub)
 TARGETS = {"release": "release", "grade": "grade", "demo": "demo", "report": "report",
-           "student-env": "student-env", "lite": "lite", "hub": "hub", "worked-cases": "worked-cases"}
+           "student-env": "student-env", "lite": "lite", "hub": "hub", "worked-cases": "worked-cases", "check": "check"}
 
 
 def test_the_issue_s_subcommands_exist():

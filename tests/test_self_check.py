@@ -15,6 +15,7 @@ import contextlib
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -96,6 +97,18 @@ def test_the_report_is_a_table_of_steps_with_the_mistakes_named_and_the_feedback
 def test_an_assignment_is_named_by_its_id_or_number(name, expected):
     known = sorted(p.name for p in (REPO / "source").iterdir() if p.is_dir())
     assert self_check.resolve_assignment(name, known) == expected
+
+
+def test_without_a_choice_an_untouched_release_copy_is_reported_not_started_without_grading(tmp_path, monkeypatch):
+    course = make_course(tmp_path / "course")
+    shutil.copytree(course / "release" / ASSIGNMENT, course / "workspace" / ASSIGNMENT)
+    monkeypatch.setattr(self_check, "check_assignment", lambda *args: pytest.fail("an untouched notebook was graded"))
+    (checked,) = self_check.check(course).checks
+    assert checked.problem == self_check.NOT_STARTED and not checked.steps
+    assert self_check.untouched(course, ASSIGNMENT)
+    with open(course / "workspace" / ASSIGNMENT / NOTEBOOK, "a") as notebook:
+        notebook.write(" ")
+    assert not self_check.untouched(course, ASSIGNMENT)
 
 
 def test_an_unknown_assignment_is_refused_with_the_known_ones_listed():

@@ -259,7 +259,8 @@ def check(course_dir: Path, assignment_ids: list[str] | None = None, progress: b
         ``workspace/``.
     assignment_ids : list of str, optional
         Assignment ids (folders of ``source/``) or their numbers (``"01"``, ``"1"``); default: every
-        assignment with a folder in ``workspace/``.
+        assignment with a folder in ``workspace/``, where one whose notebook is still the release's is
+        reported "not started yet" without grading it.
     progress : bool, optional
         The class grader's progress bar on stderr (default: when stderr is a terminal).
 
@@ -285,8 +286,27 @@ def check(course_dir: Path, assignment_ids: list[str] | None = None, progress: b
     problem = sandbox_problem(course_dir)
     report = CheckReport(course_dir, [], sandboxed=not problem, sandbox_problem=problem)
     for assignment in chosen:
+        if not assignment_ids and untouched(course_dir, assignment):
+            notebook = course_dir / "workspace" / assignment / _notebooks(course_dir, assignment)[0]
+            report.checks.append(AssignmentCheck(assignment, notebook, problem=NOT_STARTED))
+            continue
         report.checks.append(check_assignment(course_dir, assignment, report.sandboxed, progress))
     return report
+
+
+NOT_STARTED = "not started yet (your notebook is still the one in release/; `make check A=NN` grades it anyway)"
+
+
+def _notebooks(course_dir: Path, assignment: str) -> list[str]:
+    return sorted(p.name for p in (course_dir / "source" / assignment).glob("*.ipynb"))
+
+
+def untouched(course_dir: Path, assignment: str) -> bool:
+    """Whether every notebook of ``assignment`` in ``workspace/`` is byte for byte the one in ``release/``."""
+    names = _notebooks(course_dir, assignment)
+    pairs = [(course_dir / "workspace" / assignment / n, course_dir / "release" / assignment / n) for n in names]
+    return bool(names) and all(mine.is_file() and released.is_file() and mine.read_bytes() == released.read_bytes()
+                               for mine, released in pairs)
 
 
 def resolve_assignment(name: str, known: list[str]) -> str:
