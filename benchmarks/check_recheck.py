@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help=f"print only, do not write {OUT.name}")
     args = parser.parse_args(argv)
     spec = assignments.get(ASSIGNMENT)
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="attention-lab-check-bench-") as scratch:
         course = grading.copy_course(REPO, Path(scratch) / "course", folders=("source", "release"))
         mine = course / "workspace" / ASSIGNMENT / spec.notebook
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
              f"`python benchmarks/check_recheck.py` on {platform.machine()}, {os.cpu_count()} cores, Python "
              f"{platform.python_version()}, sandboxed (bubblewrap), OPENBLAS_NUM_THREADS=1; one process per check "
              f"(imports included); assignment 1; re-checks: median of {args.repeats}. The machine was shared with "
-             "other work.", "",
+             f"other work: load average {load_before:.1f} at the start and {os.getloadavg()[0]:.1f} at the end.", "",
              "| run | wall clock | first check ÷ this |", "|---|---|---|"]
     lines += [f"| {name} | {seconds:.1f} s | {ratio:.1f}× |" for name, seconds, ratio in rows]
     lines += ["", f"Re-checks, unchanged: {', '.join(f'{s:.1f}' for s in unchanged)} s; after a fix: "
