@@ -24,7 +24,7 @@ export PATH := $(BIN):$(PATH)
 # On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install lab test test-fast release grade new-cohort class-report bench-grading demo report student-env worked-cases lite clean sandbox hub hub-teardown proxy
+.PHONY: install lab test test-fast release grade new-cohort class-report check bench-grading demo report student-env worked-cases lite clean sandbox hub hub-teardown proxy
 
 install: $(STAMP)
 
@@ -66,6 +66,11 @@ new-cohort: $(STAMP)
 ## frequent named mistakes with their hints, who was not graded and why, manual scores, the legend of mistake keys
 class-report: $(STAMP)
 	$(BIN)/python -m autograder class-report $(REPORT_ARGS)
+
+## check: grade your own workspace/ notebooks with the hidden tests (A=01 for one assignment), in workspace/.check/
+A ?=
+check: $(STAMP)
+	$(BIN)/python -m autograder check $(A)
 
 ## demo: grade the embedded example class in a temporary course directory
 demo: $(STAMP) sandbox

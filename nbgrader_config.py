@@ -10,6 +10,7 @@ from nbgrader.preprocessors import Execute
 
 from autograder.course import COURSE_ID
 from autograder.nbgrader.grader_stamp import ShowGraderVersion, StampGraderVersion
+from autograder.nbgrader.feedback_html import FeedbackExporter, ReadableFeedback
 from autograder.nbgrader.metadata_restore import RestoreFromGradebook
 from autograder.nbgrader.preprocessors import CleanTracebacks, ClearWidgetState, GradeOutsideKernel, InsertProbes
 from autograder.nbgrader.sanitize import SanitizeNotebook
@@ -52,9 +53,13 @@ c.CoalesceStreamsPreprocessor.enabled = True
 # The graded notebook is stored inert (SanitizeNotebook, last): Formgrader and the feedback render it in the
 # instructor's and the student's browser, so no script, event handler, javascript: URL, iframe, form or SVG
 # from a submission survives; feedback is sanitised again before it is rendered.
-# The feedback opens with the grader's version that graded it (StampGraderVersion stored it at grading).
+# The feedback opens with the grader's version that graded it (StampGraderVersion stored it at grading), and
+# reads well without scripts (JupyterLab's HTML viewer runs none): Markdown math is written as sanitised
+# MathML, and ReadableFeedback's style wraps long lines (autograder/nbgrader/feedback_html.py).
 c.GenerateFeedback.preprocessors = ([SanitizeNotebook, ShowGraderVersion]
-                                    + list(GenerateFeedback.class_traits()["preprocessors"].default()))
+                                    + list(GenerateFeedback.class_traits()["preprocessors"].default())
+                                    + [ReadableFeedback])
+c.GenerateFeedback.exporter_class = FeedbackExporter
 
 # One submission cannot stall the class (autograder/nbgrader/submission_limits.py, autograder/nbgrader/student_job.py): checked
 # before nbgrader reads it, then graded (autograde + feedback) in a child process with these budgets. The

@@ -42,6 +42,8 @@ COMMANDS: dict[str, Command] = {
     "class-report": Command("autograder.nbgrader.class_report",
                             "write the class report of graded assignments: HTML with PNG plots, and CSV "
                             "(make class-report)"),
+    "check": Command("autograder.nbgrader.self_check",
+                     "grade your own workspace/ notebooks with the hidden tests, in a private scratch course (make check)"),
     "demo": Command("autograder.examples.example_class",
                     "grade the embedded example class in a temporary course directory (make demo)"),
     "report": Command("autograder.examples.report",

@@ -17,7 +17,7 @@ from autograder.course import REPO
 TARGETS = {"release": "release", "grade": "grade", "demo": "demo", "report": "report",
            "student-env": "student-env", "lite": "lite", "hub": "hub", "worked-cases": "worked-cases",
            "new-cohort": "new-cohort",
-           "class-report": "class-report"}
+           "class-report": "class-report", "check": "check"}
 
 
 def test_the_issue_s_subcommands_exist():

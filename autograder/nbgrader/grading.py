@@ -328,7 +328,7 @@ def write_class_csv(path: Path, results: dict[str, tuple[list[str], list[Student
 
 def grade_class(course_dir: Path, assignment: str, students: list[str], workers: int | None = None,
                 force: bool = False, progress: bool | None = None,
-                scheduler: str | None = None) -> tuple[list[str], list[StudentResult]]:
+                scheduler: str | None = None, unsandboxed_ok: bool = False) -> tuple[list[str], list[StudentResult]]:
     """Autograde every submission of ``assignment`` in ``course_dir/submitted`` and write feedback.
 
     Each student is graded on their own (:class:`autograder.nbgrader.student_job.StudentJob`: a child
@@ -355,6 +355,10 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
         Address of a Dask distributed scheduler (``tcp://host:8786``): the students' jobs run on its workers
         (:mod:`autograder.nbgrader.dask_executor`) instead of on ``workers`` local cores; this process stays
         the gradebook's only writer.
+    unsandboxed_ok : bool
+        Accept a course configuration whose kernels run outside the sandbox
+        (:class:`autograder.sandbox.unsandboxed.UnsandboxedExecute`): only ``python -m autograder check``, a
+        learner grading their own notebook, passes True.
 
     Returns
     -------
@@ -367,7 +371,8 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
     ------
     autograder.nbgrader.preflight.GradingStopped
         Before the first student, when the course's sandboxed kernel cannot import what the probes need
-        (then no gradebook row is written).
+        (then no gradebook row is written), or when the course's pipeline runs kernels outside the sandbox
+        and ``unsandboxed_ok`` is False.
     autograder.nbgrader.gradebook_load.AssignmentChanged
         Before the first student, when ``source/`` adds or removes cells of an assignment with submissions
         (nbgrader refuses it; nothing is written: start a new cohort, or undo the change).
@@ -375,9 +380,15 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
         Before the first student, when nbgrader cannot load the source into the gradebook.
     """
     from autograder.nbgrader import fingerprints, parallel, student_job
+    from autograder.nbgrader.preflight import GradingStopped
     from autograder.nbgrader.submission_limits import quarantine, student_id_problem
+    from autograder.sandbox.unsandboxed import allowed_unsandboxed
 
     course_dir = Path(course_dir).resolve()
+    if not unsandboxed_ok and allowed_unsandboxed(course_config(course_dir).Autograde.get("autograde_preprocessors")):
+        raise GradingStopped(f"grading stopped: {course_dir / 'nbgrader_config.py'} runs learners' code outside "
+                             "the grading sandbox (UnsandboxedExecute), which only `python -m autograder check` "
+                             "may do, on a learner's own notebook")
     record = fingerprints.GradingRecord(course_dir)
     grader = fingerprints.grader_version(course_dir)
     problems, notes, hashes, unchanged, to_grade = {}, {}, {}, set(), []

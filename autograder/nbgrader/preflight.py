@@ -36,7 +36,12 @@ def _check(course_dir: Path) -> str | None:
     os.chdir(course_dir)
     nb = new_notebook(cells=[new_code_cell(CHECK_CELL)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    executor = SandboxedExecute(config=course_config(course_dir))
+    config = course_config(course_dir)
+    # the executor of the course's pipeline (UnsandboxedExecute only in `check`'s scratch course), else the sandbox's
+    pipeline = config.Autograde.get("autograde_preprocessors", [])
+    executor_class = next((p for p in pipeline if isinstance(p, type) and issubclass(p, SandboxedExecute)),
+                          SandboxedExecute)
+    executor = executor_class(config=config)
     try:
         nb, _ = executor.preprocess(nb, {"metadata": {"path": str(course_dir)},
                                          "nbgrader": {"student": "preflight", "assignment": "preflight"}})

@@ -54,7 +54,9 @@ MATHML_TAGS = {"math", "mi", "mn", "mo", "ms", "mspace", "mtext", "mrow", "mfrac
                "annotation", "mpadded", "mphantom", "menclose", "mfenced"}
 MATHML_ATTRIBUTES = {"mathvariant", "display", "displaystyle", "scriptlevel", "fence", "stretchy", "separator",
                      "lspace", "rspace", "accent", "accentunder", "columnalign", "rowalign", "notation",
-                     "linethickness", "encoding", "open", "close", "separators", "xmlns"}
+                     "linethickness", "encoding", "open", "close", "separators", "xmlns", "form", "largeop",
+                     "movablelimits", "symmetric", "minsize", "maxsize", "mathsize", "width", "height", "depth",
+                     "voffset", "columnspacing", "rowspacing", "columnlines", "rowlines", "frame"}
 #: Tags of rendered Markdown: ammonia's defaults (no area/map), task-list checkboxes and MathML.
 TAGS = (set(nh3.ALLOWED_TAGS) - {"area", "map"}) | {"input"} | MATHML_TAGS
 ATTRIBUTES = {

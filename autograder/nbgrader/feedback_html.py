@@ -1,0 +1,99 @@
+"""Feedback HTML that reads well where the learner opens it, with no script: math as MathML, long lines wrapped.
+
+nbgrader's feedback template leaves the LaTeX of Markdown cells as ``$…$`` text for MathJax, a script
+fetched from the network: JupyterLab's HTML viewer runs no scripts and an offline browser fetches nothing,
+so the learner read raw LaTeX. :class:`FeedbackExporter` (``c.GenerateFeedback.exporter_class``) renders
+Markdown with :class:`MathMLRenderer`, which writes each formula as MathML when the feedback is written
+(`latex2mathml <https://pypi.org/project/latex2mathml/>`_): browsers draw MathML themselves. The MathML
+passes the course's sanitiser (:func:`autograder.nbgrader.sanitize.clean_html`, whose allow-list holds the
+MathML presentation elements and attributes only), since the LaTeX may be the learner's and the converter
+copies ``\\text{…}`` and ``\\href`` through as they are. A formula the converter cannot read stays LaTeX text.
+
+:data:`READABLE_CSS` (added by :class:`ReadableFeedback`, after nbconvert's ``CSSHTMLHeaderPreprocessor``)
+wraps long lines of code and output instead of widening the page, and lets wide formulas and tables
+scroll on their own.
+"""
+
+from __future__ import annotations
+
+from jinja2 import pass_context
+from latex2mathml.converter import convert
+from nbconvert.exporters import HTMLExporter
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from autograder.nbgrader.sanitize import clean_html
+
+#: Wrap what would widen the page past the window (the viewer's pane is often narrow); scroll what cannot wrap.
+READABLE_CSS = """
+pre, .highlight pre, div.output_area pre, div.output_text pre {
+  white-space: pre-wrap; overflow-wrap: anywhere; word-break: normal;
+}
+div.text_cell_render, div.output_area, div.output_subarea, div.inner_cell { min-width: 0; overflow-wrap: anywhere; }
+div.prompt { min-width: 0; }
+math[display="block"] { display: block math; overflow-x: auto; max-width: 100%; }
+div.text_cell_render table { display: block; max-width: 100%; overflow-x: auto; margin: 0.5em 0; }
+div.text_cell_render th, div.text_cell_render td { padding: 0.15em 0.8em 0.15em 0; vertical-align: top; }
+img { max-width: 100%; height: auto; }
+"""
+
+
+def latex_to_mathml(latex: str, display: str = "inline") -> str | None:
+    """The sanitised MathML of one formula, or None when the converter cannot read it.
+
+    Parameters
+    ----------
+    latex : str
+        The formula without its delimiters, e.g. ``QK^\\top`` (from ``$QK^\\top$``).
+    display : {"inline", "block"}
+        ``inline`` for ``$…$``, ``block`` for ``$$…$$`` and LaTeX environments.
+
+    Returns
+    -------
+    str or None
+        ``<math …>…</math>`` that :func:`autograder.nbgrader.sanitize.clean_html` leaves inert.
+    """
+    try:
+        mathml = convert(latex, display=display)
+    except Exception:  # noqa: BLE001 — the converter raises many kinds of error on LaTeX it does not know
+        return None
+    clean = clean_html(mathml)
+    return clean if clean.startswith("<math") else None
+
+
+class MathMLRenderer(IPythonRenderer):
+    """nbconvert's Markdown renderer, with each formula written as MathML instead of ``$…$`` for MathJax."""
+
+    def block_math(self, body: str) -> str:
+        return latex_to_mathml(body, "block") or super().block_math(body)
+
+    def inline_math(self, body: str) -> str:
+        return latex_to_mathml(body, "inline") or super().inline_math(body)
+
+    def latex_environment(self, name: str, body: str) -> str:
+        return (latex_to_mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", "block")
+                or super().latex_environment(name, body))
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbconvert's HTML exporter (nbgrader's feedback template), rendering Markdown math as MathML."""
+
+    @pass_context
+    def markdown2html(self, context, source):
+        """Markdown → HTML as :class:`~nbconvert.exporters.HTMLExporter` does, with :class:`MathMLRenderer`."""
+        cell = context.get("cell", {})
+        path = context.get("resources", {}).get("metadata", {}).get("path", "")
+        renderer = MathMLRenderer(escape=False, attachments=cell.get("attachments", {}), embed_images=self.embed_images,
+                                  path=path, anchor_link_text=self.anchor_link_text,
+                                  exclude_anchor_links=self.exclude_anchor_links)
+        return MarkdownWithMath(renderer=renderer).render(source)
+
+
+class ReadableFeedback(NbGraderPreprocessor):
+    """Add :data:`READABLE_CSS` to the page's inline styles (after ``CSSHTMLHeaderPreprocessor`` in ``GenerateFeedback``)."""
+
+    def preprocess(self, nb, resources):
+        inlining = resources.setdefault("inlining", {})
+        inlining["css"] = [*inlining.get("css", []), READABLE_CSS]
+        return nb, resources
+
