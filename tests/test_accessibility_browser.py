@@ -80,11 +80,22 @@ def lab(tmp_path_factory):
         yield base
 
 
+#: Shuts down the page's kernels (each opened notebook keeps one, about 100 MB, until the server stops); the REST
+#: call needs the _xsrf cookie as header (shared/notes/browser-testing.md).
+SHUT_DOWN_KERNELS_JS = """async () => {
+  const xsrf = decodeURIComponent((document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || '');
+  const sessions = await (await fetch('/api/sessions')).json();
+  for (const session of sessions)
+    await fetch('/api/sessions/' + session.id, {method: 'DELETE', headers: {'X-XSRFToken': xsrf}});
+  return sessions.length; }"""
+
+
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1500, "height": 1100})
     page = context.new_page()
     yield page
+    page.evaluate(SHUT_DOWN_KERNELS_JS)
     context.close()
 
 
