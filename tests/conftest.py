@@ -35,6 +35,7 @@ SLOW_MODULES = {
     "test_sandbox_image": "builds a sandbox image",
     "test_student_build": "builds the student edition and its wheel",
     "test_browser": "Chromium",
+    "test_accessibility_browser": "Chromium: axe-core on every notebook page",
     "test_formgrader_browser": "Chromium",
     "test_student_edition_browser": "Chromium",
     "test_clean_clone": "a clone of the tree and Chromium",

@@ -43,7 +43,8 @@ from matplotlib.ticker import MaxNLocator
 from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
                                          colour_scale_control, control, function_name, largest_weight_text, latest,
                                          unless_grading)
-from attention_lab.core.plots import COLORMAP, DEFAULT_COLOUR_SCALE, colour_scale_named
+from attention_lab.core.plots import (COLORMAP, CURVE_COLOURS, DEFAULT_COLOUR_SCALE, REFERENCE_COLOUR,
+                                      colour_scale_named)
 
 T_MAX = 512
 D_HEAD_OPTIONS = (1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512)  # ≈ 2^(k/2)
@@ -264,9 +265,9 @@ class AttentionFigure(ExplorerFigure):
         self.add_weight_colour_bar(COLORBAR_RECT)
 
         self.entropy_ax = self.figure.add_axes(ENTROPY_RECT)
-        (self.ceiling_line,) = self.entropy_ax.plot([], [], "--", color="0.35", animated=True,
+        (self.ceiling_line,) = self.entropy_ax.plot([], [], "--", color=REFERENCE_COLOUR, animated=True,
                                                     label="uniform ceiling")
-        (self.entropy_line,) = self.entropy_ax.plot([], [], color="#0072B2", lw=1.5, animated=True,
+        (self.entropy_line,) = self.entropy_ax.plot([], [], color=CURVE_COLOURS[0], lw=1.5, animated=True,
                                                     label="entropy of the row")
         self.entropy_ax.set_xlabel("query position")
         self.entropy_ax.set_ylabel("entropy (nats)")
@@ -276,7 +277,7 @@ class AttentionFigure(ExplorerFigure):
         self.entropy_legend = self.entropy_ax.legend(loc="upper center", ncol=2, fontsize="small")
 
         self.curve_ax = self.figure.add_axes(CURVE_RECT)
-        styles = {"scaled (÷√d)": ("#0072B2", "-"), "unscaled": ("#D55E00", "--"), "÷d": ("#009E73", ":")}
+        styles = {"scaled (÷√d)": (CURVE_COLOURS[0], "-"), "unscaled": (CURVE_COLOURS[1], "--"), "÷d": (CURVE_COLOURS[2], ":")}
         self.curve_lines = {name: self.curve_ax.plot([], [], linestyle=ls, color=color, lw=1.8, marker=".",
                                                      animated=True, label=name)[0]
                             for name, (color, ls) in styles.items()}

@@ -48,7 +48,8 @@ from matplotlib.ticker import MaxNLocator
 from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual as _call,
                                          check_settings, colour_scale_control, control, function_name as _name,
                                          largest_weight_text, unless_grading)
-from attention_lab.core.plots import COLORMAP, DEFAULT_COLOUR_SCALE, colour_scale_named
+from attention_lab.core.plots import (COLORMAP, CURVE_COLOURS, DEFAULT_COLOUR_SCALE, REFERENCE_COLOUR,
+                                      colour_scale_named)
 
 D_MODEL = 64
 N_HEADS_OPTIONS = (1, 2, 4, 8, 16)  # the divisors of D_MODEL that leave d_head ≥ 4
@@ -62,8 +63,8 @@ MOSAIC_RECT = (0.035, 0.12, 0.25, 0.74)
 HEAD_RECT = (0.37, 0.12, 0.21, 0.74)
 COLORBAR_RECT = (0.59, 0.12, 0.01, 0.74)
 ENTROPY_RECT = (0.725, 0.12, 0.265, 0.74)
-HIGHLIGHT = "#D55E00"  # the selected head's frame and bar (colour-blind-safe orange)
-BAR = "#0072B2"
+HIGHLIGHT = "#CC3311"  # the selected head's frame and bar (Tol's vibrant red): 20+ darker than BAR, lighter than black
+BAR = CURVE_COLOURS[1]  # light: the selected head's bar and the black ceiling differ from it in lightness
 
 
 @dataclass(frozen=True)
@@ -310,7 +311,7 @@ class MultiHeadFigure(ExplorerFigure):
         self.entropy_ax.set_xlabel("head")
         self.entropy_ax.set_ylabel("mean row entropy (nats)")
         self.entropy_ax.set_title("entropy per head", fontsize=10)
-        (self.ceiling_line,) = self.entropy_ax.plot([], [], "--", color="0.35", animated=True,
+        (self.ceiling_line,) = self.entropy_ax.plot([], [], "--", color=REFERENCE_COLOUR, animated=True,
                                                     label="uniform ceiling")
         self.bars: list[Rectangle] = []
 

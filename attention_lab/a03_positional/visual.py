@@ -42,9 +42,9 @@ from matplotlib.axes import Axes
 
 from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual as _call,
                                          check_settings, control, error_html, function_name as _name, unless_grading)
-from attention_lab.core.plots import axes_or_new, checked_array, heatmap
+from attention_lab.core.plots import CURVE_COLOURS, SIGNED_COLORMAP, axes_or_new, checked_array, heatmap
 
-ENCODING_COLORMAP = "RdBu_r"  # diverging, colour-blind safe: −1 blue, 0 white, +1 red
+ENCODING_COLORMAP = SIGNED_COLORMAP  # −1 dark blue, 0 grey, +1 light yellow: the ends differ in lightness too
 T_MAX = 512
 D_MODEL_MAX = 256
 OFFSET_MAX = 128
@@ -290,7 +290,7 @@ def plot_encoding(pe, ax: Axes | None = None, title: str = "positional encodings
     Returns
     -------
     matplotlib.axes.Axes
-        With a colour bar labelled "value", on the diverging ``RdBu_r`` map.
+        With a colour bar labelled "value", on :data:`~attention_lab.core.plots.SIGNED_COLORMAP` (its ends differ in lightness).
 
     Raises
     ------
@@ -325,11 +325,12 @@ def plot_dot_products(curves: dict[str, np.ndarray], ax: Axes | None = None,
         If a curve is not 1-D.
     """
     ax = axes_or_new(ax, (4.6, 3.4))
-    for (label, values), style in zip(curves.items(), ("-", "--", ":", "-.") * len(curves)):
+    styles = zip(("-", "--", ":", "-.") * len(curves), CURVE_COLOURS * len(curves))
+    for (label, values), (style, colour) in zip(curves.items(), styles):
         values = np.asarray(values, dtype=float)
         if values.ndim != 1:
             raise ValueError(f"curve {label!r} must be 1-D; received shape {values.shape}")
-        ax.plot(np.arange(values.size), values, linestyle=style, label=label)
+        ax.plot(np.arange(values.size), values, linestyle=style, color=colour, label=label)
     ax.axhline(0.0, color="0.6", lw=0.8)
     ax.set_xlabel("offset k (positions)")
     ax.set_ylabel("dot product")
@@ -412,10 +413,10 @@ class PositionalFigure(ExplorerFigure):
         self.figure.colorbar(self.image, cax=self.figure.add_axes(COLORBAR_RECT))
 
         self.dot_ax = self.figure.add_axes(DOT_RECT)
-        (self.dot_line,) = self.dot_ax.plot([], [], color="#0072B2", lw=1.6, label="from position t", animated=True)
-        (self.zero_line,) = self.dot_ax.plot([], [], color="#E69F00", lw=1.2, ls="--", label="from t = 0",
+        (self.dot_line,) = self.dot_ax.plot([], [], color=CURVE_COLOURS[0], lw=1.6, label="from position t", animated=True)
+        (self.zero_line,) = self.dot_ax.plot([], [], color=CURVE_COLOURS[1], lw=1.2, ls="--", label="from t = 0",
                                              animated=True)
-        (self.learned_line,) = self.dot_ax.plot([], [], color="0.55", lw=1.0, ls=":", label="random table",
+        (self.learned_line,) = self.dot_ax.plot([], [], color=CURVE_COLOURS[2], lw=1.0, ls=":", label="random table",
                                                 animated=True)
         self.dot_ax.axhline(0.0, color="0.8", lw=0.8)
         self.dot_ax.set_xlabel("offset k (positions)")
@@ -445,9 +446,9 @@ class PositionalFigure(ExplorerFigure):
         self.circle_ax.legend(loc="lower center", fontsize="x-small", ncol=3, handletextpad=0.2, columnspacing=0.6)
 
         self.gap_ax = self.figure.add_axes(GAP_RECT)
-        (self.gap_plain_line,) = self.gap_ax.plot([], [], color="#0072B2", lw=1.4, marker=".", ms=3,
+        (self.gap_plain_line,) = self.gap_ax.plot([], [], color=CURVE_COLOURS[0], lw=1.4, marker=".", ms=3,
                                                   label="without positions", animated=True)
-        (self.gap_positions_line,) = self.gap_ax.plot([], [], color="#D55E00", lw=1.4, marker=".", ms=3,
+        (self.gap_positions_line,) = self.gap_ax.plot([], [], color=CURVE_COLOURS[1], lw=1.4, marker=".", ms=3,
                                                       label="with positions", animated=True)
         self.gap_ax.set_yscale("log")
         self.gap_ax.set_ylim(*GAP_LIMITS)

@@ -6,10 +6,10 @@ for random scores of a chosen size and dtype:
 * one heatmap of the attention weights per sequence, numbered 0, 1, 2 as the
   batch's rows (rows = query position, columns = key position, ``viridis`` in
   the chosen colour scale: logarithmic 10⁻⁴…1 by default, linear 0…1, or each
-  row divided by its largest weight), where a blocked
-  entry with weight 0 is light grey, a blocked entry that still gets weight is
-  pink, and a NaN or infinite weight is red — so a −1e9 fill lights up the
-  rows of an empty sequence and an unguarded −inf fill turns them red;
+  row divided by its largest weight; the darkest fifth of viridis is left out),
+  where a blocked entry with weight 0 is black, a blocked entry that still gets
+  weight is pink, and a NaN or infinite weight is dark red — so a −1e9 fill lights
+  up the rows of an empty sequence and an unguarded −inf fill turns them dark red;
 * the largest |logit| against the overflow threshold of ``exp`` in each dtype,
   ln(largest finite number): 11.1 (float16), 88.7 (float32), 709.8 (float64);
 * a plain-words summary (rows sum to 1, blocked keys at 0, what the fully
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.colors import to_rgba
+from matplotlib.colors import ListedColormap, to_rgba
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
@@ -41,10 +41,14 @@ B = 3  # sequences in the batch: enough for "full", "padded" and "empty" side by
 T_MAX = 24
 LOGIT_SIZES = (1, 3, 10, 30, 100, 300, 1000, 3000, 10000)  # standard deviation of the random scores
 DTYPES = ("float16", "float32", "float64")
-BLOCKED = to_rgba("0.86")  # blocked key with weight 0: the mask did its job
-LEAK = to_rgba("#CC79A7")  # blocked key that still gets weight (Okabe–Ito reddish purple)
-NOT_FINITE = to_rgba("#D55E00")  # NaN or infinite weight (Okabe–Ito vermillion)
-CURRENT_DTYPE = "#56B4E9"  # the bar of the chosen dtype (Okabe–Ito sky blue)
+# Blocked cells must stand out from every allowed weight in lightness (greyscale, colour-vision deficiency), so the
+# allowed weights use viridis without its darkest fifth (CIELAB lightness ≥ 30) and a blocked zero is black (0);
+# the three states of a blocked cell differ from each other by 25+ too (tests/test_colour_contrast.py).
+ALLOWED_COLORMAP = ListedColormap(colormaps[COLORMAP](np.linspace(0.2, 1.0, 256)), name=f"{COLORMAP} from 0.2")
+BLOCKED = to_rgba("#000000")  # blocked key with weight 0: the mask did its job
+LEAK = to_rgba("#CC79A7")  # blocked key that still gets weight (Okabe–Ito reddish purple, lightness ≈ 60)
+NOT_FINITE = to_rgba("#882255")  # NaN or infinite weight (Tol's wine, lightness ≈ 30)
+CURRENT_DTYPE = "#004488"  # the bar of the chosen dtype (Tol's dark blue; the other bars are light grey)
 FIGURE_SIZE = (12.0, 3.4)  # inches, at core.explorer.DPI dots per inch
 # Axes rectangles in figure fractions (left, bottom, width, height); fixed so that tests can find cells in pixels.
 HEATMAP_RECTS = tuple((0.045 + 0.19 * b, 0.15, 0.165, 0.66) for b in range(B))
@@ -147,7 +151,7 @@ def describe(view_scores: np.ndarray, mask: np.ndarray, weights: np.ndarray, war
     if n_empty:
         rows = weights[empty]
         if not np.all(np.isfinite(rows)):
-            parts.append(f"✗ the {_plural(n_empty, 'fully masked row')} {'is' if n_empty == 1 else 'are'} NaN (red): "
+            parts.append(f"✗ the {_plural(n_empty, 'fully masked row')} {'is' if n_empty == 1 else 'are'} NaN (dark red): "
                          "0/0 from a −inf fill without a guard (in float16, −1e9 is −inf too)")
         elif np.all(rows == 0):
             parts.append(f"✓ the {_plural(n_empty, 'fully masked row')} {'is' if n_empty == 1 else 'are'} all zero")
@@ -157,7 +161,7 @@ def describe(view_scores: np.ndarray, mask: np.ndarray, weights: np.ndarray, war
         else:
             parts.append(f"✗ the {_plural(n_empty, 'fully masked row')} should be all zero")
     if nan and not (n_empty and nan == int(np.count_nonzero(~finite[empty]))):
-        parts.append(f"✗ {_plural(nan, 'weight')} NaN or infinite (red): does exp overflow?")
+        parts.append(f"✗ {_plural(nan, 'weight')} NaN or infinite (dark red): does exp overflow?")
     if weights.dtype != dtype:
         parts.append(f"✗ returned {weights.dtype.name} for {dtype.name} scores")
     if warned:
@@ -178,7 +182,7 @@ def compute_view(padding_fn, causal_padding_fn, softmax_fn, settings: Settings, 
     ------
     ExplorerError
         If a function raises, or returns something other than the documented
-        shapes and dtypes. NaN weights are not an error: they are drawn red.
+        shapes and dtypes. NaN weights are not an error: they are drawn dark red.
     """
     T = settings.T
     lengths = np.array(settings.lengths, dtype=np.int64)
@@ -196,7 +200,7 @@ def compute_view(padding_fn, causal_padding_fn, softmax_fn, settings: Settings, 
 
 def colours(weights: np.ndarray, mask: np.ndarray, scale: ColourScale = COLOUR_SCALES[DEFAULT_COLOUR_SCALE]
             ) -> np.ndarray:
-    """RGBA image (T, T, 4) of one sequence's weights: viridis, grey where blocked at 0, pink leaks, red NaN.
+    """RGBA image (T, T, 4) of one sequence's weights: :data:`ALLOWED_COLORMAP`, black where blocked at 0, pink leaks, dark red NaN.
 
     Parameters
     ----------
@@ -204,7 +208,7 @@ def colours(weights: np.ndarray, mask: np.ndarray, scale: ColourScale = COLOUR_S
     mask : numpy.ndarray of bool, shape (T, T)
         True = the key may be attended to.
     scale : ColourScale
-        How the finite weights become viridis colours (:data:`~attention_lab.core.plots.COLOUR_SCALES`).
+        How the finite weights become colours of :data:`ALLOWED_COLORMAP` (:data:`~attention_lab.core.plots.COLOUR_SCALES`).
 
     Returns
     -------
@@ -212,7 +216,7 @@ def colours(weights: np.ndarray, mask: np.ndarray, scale: ColourScale = COLOUR_S
     """
     values = np.asarray(weights, dtype=np.float64)
     finite = np.isfinite(values)
-    rgba = scale.colours(np.where(finite, values, 0.0), colormaps[COLORMAP])
+    rgba = scale.colours(np.where(finite, values, 0.0), ALLOWED_COLORMAP)
     rgba[~mask & finite & (values == 0)] = BLOCKED
     rgba[~mask & finite & (values != 0)] = LEAK
     rgba[~finite] = NOT_FINITE
@@ -229,6 +233,7 @@ class MaskingFigure(ExplorerFigure):
 
     def __init__(self):
         super().__init__(FIGURE_SIZE)
+        self.weight_colormap = ALLOWED_COLORMAP  # the colour bar shows the colours colours() gives allowed keys
         self.heat_axes, self.images = [], []
         for b, rect in enumerate(HEATMAP_RECTS):
             ax = self.figure.add_axes(rect)

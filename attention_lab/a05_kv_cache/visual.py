@@ -32,6 +32,7 @@ from matplotlib.ticker import MaxNLocator
 
 from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
                                          control, latest, unless_grading)
+from attention_lab.core.plots import CURVE_COLOURS
 
 T_OPTIONS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 D_MODEL_OPTIONS = (64, 128, 256, 512, 768, 1024, 2048, 4096)
@@ -41,8 +42,8 @@ FIGURE_SIZE = (11.0, 3.6)  # inches at DPI dots per inch
 # re-measure every tick label on each redraw (about a second per redraw on a 2-core machine).
 PER_TOKEN_RECT = (0.075, 0.15, 0.39, 0.74)
 TOTAL_RECT = (0.585, 0.15, 0.39, 0.74)
-CACHED_STYLE = {"color": "#0072B2", "linestyle": "-", "label": "with the KV cache"}
-RECOMPUTE_STYLE = {"color": "#D55E00", "linestyle": "--", "label": "without (recompute all t tokens)"}
+CACHED_STYLE = {"color": CURVE_COLOURS[0], "linestyle": "-", "label": "with the KV cache"}
+RECOMPUTE_STYLE = {"color": CURVE_COLOURS[1], "linestyle": "--", "label": "without (recompute all t tokens)"}
 
 
 class CostModelError(ExplorerError):

@@ -29,10 +29,11 @@ from matplotlib.figure import Figure
 from attention_lab.a01_attention.visual import latest
 from attention_lab.a06_gradients.curves import D_HEADS, SCALINGS, Curves, ExperimentError, gradient_curves, row_weights
 from attention_lab.core.calls import time_limit
-from attention_lab.core.redraw import CoalescedRedraw, image_widget, png_bytes
+from attention_lab.core.plots import CURVE_COLOURS, REFERENCE_COLOUR, SIGNED_COLORMAP
+from attention_lab.core.redraw import CoalescedRedraw, image_widget, name_figure, png_bytes
 
 T_OPTIONS = (4, 8, 16, 32, 64, 128)
-COLOURS = {"none": "#D55E00", "sqrt": "#0072B2", "linear": "#009E73"}  # Okabe–Ito vermillion, blue, green
+COLOURS = dict(zip(("none", "sqrt", "linear"), CURVE_COLOURS))  # told apart in lightness (core.plots.CURVE_COLOURS)
 FIGURE_SIZE = (14.0, 3.6)
 DPI = 90
 N_ROWS = 256
@@ -46,7 +47,7 @@ class GradientFigure:
         self.figure = Figure(figsize=FIGURE_SIZE, dpi=DPI, facecolor="white", layout="constrained")
         self.canvas = FigureCanvasAgg(self.figure)
         self.gain_ax, self.gradient_ax, self.entropy_ax, self.heat_ax = self.figure.subplots(1, 4)
-        self.heat_image = self.heat_ax.imshow(np.zeros((2, 2)), cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+        self.heat_image = self.heat_ax.imshow(np.zeros((2, 2)), cmap=SIGNED_COLORMAP, vmin=-1, vmax=1, interpolation="nearest")
         self.figure.colorbar(self.heat_image, ax=self.heat_ax, label="∂p_i / ∂s_j")
         self.heat_ax.set_xlabel("key position j")
         self.heat_ax.set_ylabel("key position i")
@@ -67,8 +68,8 @@ class GradientFigure:
                                       label=f"{label}, at Q")
                 self.entropy_ax.plot(curves.d_heads, curves.entropy[key], color=colour, marker="o", ms=3,
                                      label=label)
-            self.gain_ax.axhline(1.0 / curves.T, color="0.4", ls="--", lw=1, label="uniform row, 1/T")
-            self.entropy_ax.axhline(curves.ceiling, color="0.4", ls="--", lw=1, label=f"ceiling ln T = {curves.ceiling:.2f}")
+            self.gain_ax.axhline(1.0 / curves.T, color=REFERENCE_COLOUR, ls="--", lw=1, label="uniform row, 1/T")
+            self.entropy_ax.axhline(curves.ceiling, color=REFERENCE_COLOUR, ls="--", lw=1, label=f"ceiling ln T = {curves.ceiling:.2f}")
         for ax, title, ylabel in ((self.gain_ax, "softmax Jacobian gain ‖J‖₂", "‖J‖₂ (median over rows)"),
                                   (self.gradient_ax, "gradient norm (median over rows)", "‖gradient‖₂"),
                                   (self.entropy_ax, "mean row entropy", "entropy (nats)")):
@@ -81,7 +82,7 @@ class GradientFigure:
                 ax.legend(fontsize="x-small", frameon=False)
         self.gradient_ax.set_yscale("log")
         if jacobian is not None:
-            limit = max(float(np.max(np.abs(jacobian))), 1e-12)  # symmetric limits: white is 0
+            limit = max(float(np.max(np.abs(jacobian))), 1e-12)  # symmetric limits: 0 is the middle of the colour map
             T = jacobian.shape[0]
             self.heat_image.set_data(jacobian)
             self.heat_image.set_clim(-limit, limit)
@@ -140,6 +141,7 @@ class GradientExplorer(CoalescedRedraw):
                                                      value=scaling, description="heatmap", style=style)
         self.image = image_widget(FIGURE_SIZE[0] * DPI)
         self.summary = widgets.HTML()
+        name_figure(self.image, self.summary)  # the summary line is the picture's text alternative
         self.widget = widgets.VBox([widgets.HBox([self.T_slider, self.d_head_slider]), self.scaling_buttons,
                                     self.image, self.summary])
         self.figure = GradientFigure()

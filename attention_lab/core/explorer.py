@@ -35,7 +35,7 @@ from matplotlib.figure import Figure
 
 from attention_lab.core.calls import call_learner
 from attention_lab.core.plots import COLORMAP, COLOUR_SCALES, DEFAULT_COLOUR_SCALE, ColourScale
-from attention_lab.core.redraw import CoalescedRedraw, image_widget, png_bytes
+from attention_lab.core.redraw import CoalescedRedraw, image_widget, name_figure, png_bytes
 
 #: Time limit of one call of a learner's function by a visual: an infinite loop becomes a message, not a frozen
 #: kernel. Read at each call, so a test can shorten it.
@@ -279,6 +279,8 @@ class ExplorerFigure:
         self.colour_scale: ColourScale | None = None
         self.colour_bar_ax = None
         self.colour_bar = None
+        #: The colour map of the weights' colour bar (a figure that draws its cells through another sets this).
+        self.weight_colormap = colormaps[COLORMAP]
 
     def add_weight_colour_bar(self, rect: tuple[float, float, float, float]) -> None:
         """Reserve the Axes for the weights' colour bar, drawn by :meth:`show_colour_scale`.
@@ -310,7 +312,7 @@ class ExplorerFigure:
         for image in images:
             image.set_norm(scale.norm())
         self.colour_bar_ax.clear()
-        self.colour_bar = self.figure.colorbar(ScalarMappable(scale.norm(), colormaps[COLORMAP]),
+        self.colour_bar = self.figure.colorbar(ScalarMappable(scale.norm(), self.weight_colormap),
                                                cax=self.colour_bar_ax, label=scale.label, extend=scale.extend)
         self.colour_scale = scale
 
@@ -379,6 +381,7 @@ class Explorer(CoalescedRedraw):
         self.sync = sync
         self.image = image_widget(figure.width_px)
         self.summary = widgets.HTML()
+        name_figure(self.image, self.summary)  # the summary line is the picture's text alternative
         self.view = None
         self.error: str | None = None
         self.redraws = 0

@@ -16,11 +16,24 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.axes import Axes
-from matplotlib.colors import LogNorm, Normalize
+from matplotlib.colors import LogNorm, Normalize, to_hex
 from matplotlib.figure import Figure
 
 COLORMAP = "viridis"  # perceptually uniform and colour-blind safe; every attention heatmap uses it
+#: The colour map of signed values (positional encodings, Jacobians): its lightness rises from end to end, so that
+#: −1 and +1 differ in greyscale and under colour-vision deficiency (a diverging map such as RdBu has two ends of
+#: the same lightness). Optimised for colour-vision deficiency (Nuñez et al. 2018).
+SIGNED_COLORMAP = "cividis"
+#: The colours of the curves a legend tells apart, in the order a plot uses them: samples of viridis (whose
+#: lightness hardly moves under simulated colour-vision deficiency) and black, each at least 20 apart in CIELAB
+#: lightness from every other, also under simulated protan, deutan and tritan vision (tests/test_colour_contrast.py
+#: measures the drawn lines), so that they stay apart in greyscale and print too.
+CURVE_COLOURS = tuple(to_hex(colormaps[COLORMAP](x)) for x in (0.4, 0.75, 0.1)) + ("#000000",)
+#: Reference lines (uniform ceilings, 1/T): black, dashed by the plots, so that they differ from the first three
+#: curve colours in lightness and from the fourth in pattern.
+REFERENCE_COLOUR = "#000000"
 #: The smallest weight the logarithmic colour scale tells apart (drawn, like every smaller one and 0, in the
 #: lowest colour). Fixed, so that pictures of different T stay comparable; 10⁻⁴ leaves the typical weight
 #: 1/T of a causal row at T = 512 (≈ 2·10⁻³) a quarter of the way up the colour map, well clear of 0.
@@ -270,12 +283,108 @@ def plot_row_entropy(entropy, causal: bool, ax: Axes | None = None, label: str =
     positions = np.arange(entropy.size)
     ceiling = np.log(positions + 1.0) if causal else np.full(entropy.size, math.log(entropy.size))
     if show_ceiling:
-        ax.plot(positions, ceiling, linestyle="--", color="0.4",
+        ax.plot(positions, ceiling, linestyle="--", color=REFERENCE_COLOUR,
                 label="uniform ceiling ln(i+1)" if causal else "uniform ceiling ln T")
-    ax.plot(positions, entropy, marker="o", markersize=3, label=label)
+    # each further entropy curve on these Axes takes the next curve colour (told apart in lightness)
+    previous = sum(1 for line in ax.get_lines() if line.get_gid() == "row entropy")
+    ax.plot(positions, entropy, marker="o", markersize=3, label=label, gid="row entropy",
+            color=CURVE_COLOURS[previous % 3])
     ax.set_xlabel("query position")
     ax.set_ylabel("entropy (nats)")
     # Outside the Axes, right of it: inside, some corner is always crossed by one of the curves (the scaled
     # entropy runs along the ceiling, the unscaled one along the bottom). A constrained-layout figure makes room.
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize="small")
     return ax
+
+
+def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], layout: str = "constrained", **kwargs):
+    """A new figure and its Axes outside pyplot, for :func:`show_figure`: nothing appears without its text.
+
+    A pyplot figure is shown by the inline backend at the end of its cell even when the cell fails before the
+    figure is drawn (an empty image, with no text alternative); this one appears only through :func:`show_figure`.
+
+    Parameters
+    ----------
+    nrows, ncols : int
+        The grid of Axes, as ``matplotlib.pyplot.subplots``.
+    figsize : (float, float)
+        Inches.
+    layout : str
+        The figure's layout engine ("constrained" by default, as every figure of the notebooks).
+    **kwargs
+        Passed to ``Figure.subplots`` (``sharex``, ``squeeze``, …).
+
+    Returns
+    -------
+    (matplotlib.figure.Figure, matplotlib.axes.Axes or numpy.ndarray of Axes)
+    """
+    figure = Figure(figsize=figsize, layout=layout)
+    return figure, figure.subplots(nrows, ncols, **kwargs)
+
+
+def figure_html(figure: Figure, description: str) -> str:
+    """A figure as HTML: the PNG with a short alternative text, linked to a visible caption that says what it shows.
+
+    JupyterLab shows a figure's ``image/png`` output as an ``<img>`` without alternative text, which screen readers
+    announce as "image" and nothing more. Here the image's ``alt`` names the figure (its panels' titles) and its
+    ``aria-describedby`` points to the caption below it, which everyone sees.
+
+    Parameters
+    ----------
+    figure : matplotlib.figure.Figure
+        Drawn as PNG at its own dpi, trimmed as the inline backend trims it (``bbox_inches="tight"``).
+    description : str
+        What the figure shows, in words (plain text; escaped here).
+
+    Returns
+    -------
+    str
+        ``<figure>`` with the ``<img>`` (a ``data:`` URI) and its ``<figcaption>``.
+
+    Raises
+    ------
+    ValueError
+        If ``description`` is empty: every figure needs its text alternative.
+    """
+    import base64
+    import html
+    import io
+    import uuid
+
+    if not isinstance(description, str) or not description.strip():
+        raise ValueError(f"description must be a non-empty text saying what the figure shows; received {description!r}")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", bbox_inches="tight", facecolor="white")
+    titles = [ax.get_title() for ax in figure.axes if ax.get_title()]
+    alt = "Figure: " + ("; ".join(titles) if titles else "see the caption below")
+    caption_id = f"figure-caption-{uuid.uuid4().hex}"
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return (f'<figure style="margin: 0"><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}" '
+            f'aria-describedby="{caption_id}"><figcaption id="{caption_id}"><em>Figure.</em> '
+            f"{html.escape(description)}</figcaption></figure>")
+
+
+def show_figure(figure: Figure, description: str) -> None:
+    """Show ``figure`` in the notebook with its text alternative (:func:`figure_html`), instead of ``plt.show()``.
+
+    A pyplot figure is closed afterwards, so that the inline backend does not show it a second time without text.
+
+    Parameters
+    ----------
+    figure : matplotlib.figure.Figure
+    description : str
+        What the figure shows, in words; also the output's plain-text form.
+
+    Raises
+    ------
+    ValueError
+        If ``description`` is empty.
+    """
+    import sys
+
+    from IPython.display import display
+
+    display({"text/html": figure_html(figure, description), "text/plain": description}, raw=True)
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close(figure)

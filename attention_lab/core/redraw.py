@@ -99,9 +99,51 @@ class CoalescedRedraw:
             await self._drawn
 
     def _ipython_display_(self):
-        from IPython.display import display
+        from IPython.display import Javascript, display
 
         display(self.widget)
+        display(Javascript(ACCESSIBLE_NAMES_JS))
+
+
+#: DOM classes of an explorer's picture and of its summary line (public ``add_class``), for :data:`ACCESSIBLE_NAMES_JS`.
+FIGURE_CLASS = "attention-lab-figure"
+SUMMARY_CLASS = "attention-lab-summary"
+
+#: Gives what ipywidgets 8 draws without an accessible name one (jupyter-widgets/ipywidgets#2650, open: no trait
+#: sets ARIA attributes, and an Image's ``tooltip`` breaks its view, which reads a ``description`` it lacks):
+#: every slider's handle (role="slider") is named after its description label, so that a screen reader says
+#: "T, slider, 8" instead of "slider, 8" (axe-core: aria-input-field-name); every explorer picture's ``alt`` is
+#: the text of the summary line under it, kept in step at each redraw (axe-core: image-alt). Runs once per page
+#: and keeps naming what is drawn later (a redraw, a re-run cell, another explorer).
+ACCESSIBLE_NAMES_JS = """(() => {
+  const words = el => (el.innerText || el.textContent || '').replace(/\\s+/g, ' ').trim();
+  const name = () => {
+    for (const slider of document.querySelectorAll('.widget-slider')) {
+      const label = slider.querySelector('.widget-label');
+      for (const handle of slider.querySelectorAll('.noUi-handle[role="slider"]')) {
+        const text = label ? words(label) : '';
+        if (text && handle.getAttribute('aria-label') !== text) handle.setAttribute('aria-label', text);
+      }
+    }
+    for (const image of document.querySelectorAll('img.%(figure)s')) {
+      const box = image.closest('.widget-vbox');
+      const summary = box ? box.querySelector('.%(summary)s') : null;
+      const text = summary ? words(summary) : '';
+      if (text && image.getAttribute('alt') !== text) image.setAttribute('alt', text);
+    }
+  };
+  name();
+  if (!window.attentionLabNames) {
+    window.attentionLabNames = new MutationObserver(name);
+    window.attentionLabNames.observe(document.body, {childList: true, subtree: true, characterData: true});
+  }
+})();""" % {"figure": FIGURE_CLASS, "summary": SUMMARY_CLASS}
+
+
+def name_figure(image, summary) -> None:
+    """Mark an explorer's image widget and its summary ``HTML`` widget so that the image is named by the summary."""
+    image.add_class(FIGURE_CLASS)
+    summary.add_class(SUMMARY_CLASS)
 
 
 def png_bytes(canvas: FigureCanvasAgg) -> bytes:

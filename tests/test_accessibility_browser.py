@@ -1,0 +1,139 @@
+"""axe-core in JupyterLab: no serious or critical accessibility violation on any notebook page of the course.
+
+One JupyterLab server (``make lab``'s command, on a throw-away copy of the course) and one Chromium serve every
+page; one test per page, parametrised from the folders, so that a new notebook in notebooks/ or a new assignment
+in release/ is checked without editing this file. Each page is opened, run (Run All: the explorers draw, the
+figures appear), and axe-core (the copy bundled by ``axe-playwright-python``) checks the whole page. Then every
+explorer control is checked for an accessible name and for keyboard focus.
+
+Violations on JupyterLab's own chrome, which the course cannot change, are dropped only when they are listed in
+:data:`JUPYTERLAB_CHROME` (rule and CSS selector of JupyterLab's element, with the reason); nothing else is
+excluded. Needs Debian's Chromium, as tests/test_browser.py.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from attention_lab.core.redraw import SUMMARY_CLASS
+from browser_support import CHROMIUM, course_copy, lab_server, run_all, wait_idle
+from conftest import REPO
+
+ARTIFACTS = REPO / "test-artifacts" / "accessibility"
+
+if not os.path.exists(CHROMIUM):
+    if os.environ.get("CI"):
+        pytest.fail(f"{CHROMIUM} is missing: .ci/run must `apt-get install -y chromium`", pytrace=False)
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)", allow_module_level=True)
+
+from axe_playwright_python.sync_playwright import Axe  # noqa: E402
+from playwright.sync_api import expect  # noqa: E402
+
+START_PAGE = "notebooks/00_start_here.ipynb"
+#: Every page a learner opens: the start page, each explorer, each released assignment (found in the folders).
+PAGES = sorted(str(path.relative_to(REPO)) for path in
+               [*(REPO / "notebooks").glob("*.ipynb"), *(REPO / "release").glob("*/*.ipynb")])
+SERIOUS = ("serious", "critical")
+EXPLORER_BOX = ".jp-OutputArea-output .widget-vbox:has(> img.widget-image)"
+
+#: (axe rule, CSS selector of JupyterLab's element, why it is excluded). Only these nodes are dropped, and only
+#: for their rule: the same rule anywhere else (in a notebook's content or our widgets) still fails the test.
+JUPYTERLAB_CHROME = (
+    ("aria-allowed-attr", "jp-button.jp-ToolbarButtonComponent",
+     "JupyterLab's toolbar buttons (file browser, notebook toolbar, nbgrader's Validate) are jp-button web "
+     "components that carry aria-pressed without a toggle role"),
+    ("aria-required-children", ".jp-WindowedPanel-viewport[role='feed']",
+     "the notebook's cell list is role=feed, whose cells are not role=article"),
+    ("button-name", "button.jp-collapseHeadingButton",
+     "the heading collapser JupyterLab puts next to every markdown heading has no text"),
+    ("aria-input-field-name", ".jp-Notebook .cm-content[role='textbox']",
+     "CodeMirror's editor of each code cell is a role=textbox without a name"),
+)
+
+
+def jupyterlab_chrome(page, rule: str, target: list) -> bool:
+    """Whether the node axe reported for ``rule`` is one of :data:`JUPYTERLAB_CHROME`'s elements."""
+    selectors = [selector for listed, selector, _ in JUPYTERLAB_CHROME if listed == rule]
+    if not selectors or len(target) != 1:  # a node inside an iframe or shadow root is never excused
+        return False
+    return page.evaluate("([target, selectors]) => { const el = document.querySelector(target);"
+                         " return !!el && selectors.some(s => el.matches(s)); }", [target[0], selectors])
+
+
+def serious_violations(page, results) -> list[str]:
+    found = []
+    for violation in results.response["violations"]:
+        if violation["impact"] not in SERIOUS:
+            continue
+        nodes = [node for node in violation["nodes"] if not jupyterlab_chrome(page, violation["id"], node["target"])]
+        found += [f"{violation['id']} ({violation['impact']}): {violation['help']} — {node['html'][:200]}"
+                  for node in nodes]
+    return found
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    root = course_copy(REPO, tmp_path_factory.mktemp("a11y") / "course")
+    with lab_server(root, ARTIFACTS / "jupyterlab.log") as base:
+        yield base
+
+
+#: Shuts down the page's kernels (each opened notebook keeps one, about 100 MB, until the server stops); the REST
+#: call needs the _xsrf cookie as header (shared/notes/browser-testing.md).
+SHUT_DOWN_KERNELS_JS = """async () => {
+  const xsrf = decodeURIComponent((document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || '');
+  const sessions = await (await fetch('/api/sessions')).json();
+  for (const session of sessions)
+    await fetch('/api/sessions/' + session.id, {method: 'DELETE', headers: {'X-XSRFToken': xsrf}});
+  return sessions.length; }"""
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    page = context.new_page()
+    yield page
+    page.evaluate(SHUT_DOWN_KERNELS_JS)
+    context.close()
+
+
+def test_the_pages_are_found_in_the_folders():
+    assert START_PAGE in PAGES
+    assert len([p for p in PAGES if p.startswith("notebooks/")]) >= 7
+    assert len([p for p in PAGES if p.startswith("release/")]) >= 6
+
+
+def test_the_excused_jupyterlab_rules_do_not_match_course_content():
+    """The exclusions name JupyterLab's classes (jp-…) or CodeMirror's, never a widget or an output of ours."""
+    for rule, selector, reason in JUPYTERLAB_CHROME:
+        assert ".jp-" in selector or "jp-button" in selector, (rule, selector)
+        assert "widget" not in selector and "Output" not in selector and reason
+
+
+@pytest.mark.parametrize("notebook", PAGES)
+def test_no_serious_accessibility_violation(lab, page, notebook):
+    page.goto(f"{lab}/lab/tree/{notebook}?reset")
+    wait_idle(page)
+    if notebook != START_PAGE:
+        run_all(page)
+    explorers = page.locator(EXPLORER_BOX)
+    if Path(notebook).parent.name == "notebooks" and notebook != START_PAGE:
+        expect(explorers.first).to_be_visible(timeout=60_000)
+        # each explorer's picture says what it shows: its alt text is the summary line under it, after a redraw too
+        page.wait_for_function(f"""() => {{ const boxes = [...document.querySelectorAll('{EXPLORER_BOX}')];
+            return boxes.length > 0 && boxes.every(box => {{
+              const alt = box.querySelector('img.widget-image').getAttribute('alt') || '';
+              const summary = box.querySelector('.{SUMMARY_CLASS}');
+              return alt.length > 20 && !!summary && alt === summary.innerText.replace(/\\s+/g, ' ').trim(); }}); }}""",
+                               timeout=30_000)
+    results = Axe().run(page, options={"resultTypes": ["violations"]})
+    page.screenshot(path=str(ARTIFACTS / f"{Path(notebook).stem}.png"))
+    assert serious_violations(page, results) == []
+    # every control of every explorer has a name and is reachable with the Tab key
+    controls = page.locator(".jp-OutputArea-output .widget-vbox").locator(
+        ".noUi-handle, select, input, button, .widget-toggle-button")
+    unreachable = controls.evaluate_all(
+        "els => els.filter(el => el.tabIndex < 0 || el.disabled).map(el => el.outerHTML.slice(0, 120))")
+    assert unreachable == []
