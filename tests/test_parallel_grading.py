@@ -173,6 +173,6 @@ def test_the_throughput_benchmark_smoke_run_gives_equal_scores_on_one_and_two_wo
     sys.path.insert(0, str(REPO / "benchmarks"))
     import grading_throughput
 
-    row = grading_throughput.measure(4)
-    assert row.same_scores and len(row.scores[1]) == 4
+    row = grading_throughput.measure(2)  # two submissions: the one-against-two comparison is graded_twice's
+    assert row.same_scores and len(row.scores[1]) == 2
     assert all(steps is not None for steps in row.scores[2].values())
