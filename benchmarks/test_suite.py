@@ -13,7 +13,8 @@ Then it splits the whole run's seconds into what grows with the number of assign
   its ``aNN_`` package or its self-study notebook), summed per assignment;
 * the end-to-end grading of each assignment's fixed sample of example students (``graded_class`` grades
   them all in one fixture, so its seconds are not per test): each assignment's sample is graded again here,
-  alone, in a fresh course directory, as the fixture grades it;
+  alone, in a fresh course directory, on one worker (in the suite the fixture's two grading processes share
+  the two cores with the other pytest-xdist worker);
 * everything else is fixed: the hostile bank, the hub, the browser tests, the other end-to-end tests,
   and the in-process tests of each assignment's own modules (assignments 7–9 already have theirs).
 
@@ -123,7 +124,8 @@ def graded_sample_seconds() -> dict[str, float]:
         with tempfile.TemporaryDirectory(prefix="attention-lab-sample-") as tmp:
             start = time.perf_counter()
             students = example_class.prepare_course(Path(tmp) / "course", [name], sample=True)[name]
-            grading.grade_class(Path(tmp) / "course", name, students)
+            # one worker: in the suite the fixture's two grading processes share the cores with the other xdist worker
+            grading.grade_class(Path(tmp) / "course", name, students, workers=1)
             seconds[name] = time.perf_counter() - start
     return seconds
 
@@ -175,8 +177,8 @@ def render(whole: Run, fast: Run, samples: dict[str, float], marks: dict[str, li
         f"## At {TARGET_ASSIGNMENTS} assignments: per-assignment (marginal) and fixed cost",
         "",
         "Per released assignment: the seconds of the tests parametrised over it (their id names it), and the "
-        "end-to-end grading of its fixed sample of example students (graded again alone after the suite, as the "
-        "session's `graded_class` fixture grades it). Fixed: everything else (the hostile bank, the hub, the "
+        "end-to-end grading of its fixed sample of example students (graded again alone after the suite, on one "
+        "worker, as the session's `graded_class` fixture grades it while the other pytest-xdist worker runs). Fixed: everything else (the hostile bank, the hub, the "
         "browsers, the other end-to-end tests, and every assignment's own in-process modules; assignments 7–9 "
         "already have theirs).",
         "",
