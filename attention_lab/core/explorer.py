@@ -176,8 +176,9 @@ def colour_scale_control(value: str = DEFAULT_COLOUR_SCALE):
 class HeatmapSettings:
     """The controls every attention-heatmap explorer has: the seed of its random inputs and the colour scale.
 
-    An explorer's ``Settings`` subclasses it with its own controls, which it takes by position; these two are
-    given by keyword (:meth:`Explorer.seed_controls` and :func:`colour_scale_control` make their controls).
+    An explorer's ``Settings`` (frozen, so that equal settings compare equal) subclasses it with its own controls,
+    which it takes by position; these two are given by keyword: the seed slider's value (0 to 99) and the
+    :func:`colour_scale_control`'s, one of :data:`~attention_lab.core.plots.COLOUR_SCALES`.
     """
 
     seed: int
