@@ -40,7 +40,8 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
+from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, HeatmapSettings,
+                                         call_for_visual, check_settings,
                                          colour_scale_control, control, function_name, largest_weight_text, latest,
                                          unless_grading)
 from attention_lab.core.plots import (COLORMAP, CURVE_COLOURS, DEFAULT_COLOUR_SCALE, REFERENCE_COLOUR,
@@ -60,15 +61,13 @@ CURVE_RECT = (0.75, 0.15, 0.235, 0.72)
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(HeatmapSettings):
     """One state of the controls."""
 
     T: int
     d_head: int
     scale: bool
     causal: bool
-    seed: int
-    colour_scale: str = DEFAULT_COLOUR_SCALE  # one of core.plots.COLOUR_SCALES
 
 
 @dataclass
@@ -392,7 +391,7 @@ class AttentionExplorer(Explorer):
     def settings(self) -> Settings:
         """The controls' current values."""
         return Settings(self.T_slider.value, self.d_slider.value, self.scale_box.value, self.causal_box.value,
-                        self.seed_slider.value, self.colour_dropdown.value)
+                        seed=self.seed_slider.value, colour_scale=self.colour_dropdown.value)
 
     def draw_inputs(self, seed: int):
         """Q, K, V for ``seed`` (:func:`draw_inputs`)."""

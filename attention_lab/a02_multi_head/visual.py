@@ -45,7 +45,8 @@ from matplotlib import colormaps
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual as _call,
+from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, HeatmapSettings,
+                                         call_for_visual as _call,
                                          check_settings, colour_scale_control, control, function_name as _name,
                                          largest_weight_text, unless_grading)
 from attention_lab.core.plots import (COLORMAP, CURVE_COLOURS, DEFAULT_COLOUR_SCALE, REFERENCE_COLOUR,
@@ -68,15 +69,13 @@ BAR = CURVE_COLOURS[1]  # light: the selected head's bar and the black ceiling d
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(HeatmapSettings):
     """One state of the controls."""
 
     T: int
     n_heads: int
     head: int
     causal: bool
-    seed: int
-    colour_scale: str = DEFAULT_COLOUR_SCALE  # one of core.plots.COLOUR_SCALES
 
     @property
     def d_head(self) -> int:
@@ -443,7 +442,7 @@ class MultiHeadExplorer(Explorer):
     def settings(self) -> Settings:
         """The controls' current values."""
         return Settings(self.T_slider.value, self.heads_slider.value, self.head_slider.value, self.causal_box.value,
-                        self.seed_slider.value, self.colour_dropdown.value)
+                        seed=self.seed_slider.value, colour_scale=self.colour_dropdown.value)
 
     def _keep_head_in_range(self, n_heads: int) -> None:
         self.head_slider.value = min(self.head_slider.value, n_heads - 1)

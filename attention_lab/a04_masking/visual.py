@@ -33,7 +33,8 @@ from matplotlib.colors import ListedColormap, to_rgba
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
+from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, HeatmapSettings,
+                                         call_for_visual, check_settings,
                                          colour_scale_control, control, function_name as _name, unless_grading)
 from attention_lab.core.plots import COLORMAP, COLOUR_SCALES, DEFAULT_COLOUR_SCALE, ColourScale, colour_scale_named
 
@@ -56,7 +57,7 @@ COLORBAR_RECT = (0.625, 0.15, 0.008, 0.66)
 OVERFLOW_RECT = (0.745, 0.15, 0.235, 0.66)
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(HeatmapSettings):
     """One state of the controls."""
 
     T: int
@@ -64,8 +65,6 @@ class Settings:
     causal: bool
     dtype: str
     logit_size: float
-    seed: int
-    colour_scale: str = DEFAULT_COLOUR_SCALE  # one of core.plots.COLOUR_SCALES
 
 
 @dataclass
@@ -373,8 +372,8 @@ class MaskingExplorer(Explorer):
         """The controls' current values (lengths clamped to T)."""
         T = self.T_slider.value
         return Settings(T, tuple(min(s.value, T) for s in self.length_sliders), self.causal_box.value,
-                        self.dtype_buttons.value, self.logit_slider.value, self.seed_slider.value,
-                        self.colour_dropdown.value)
+                        self.dtype_buttons.value, self.logit_slider.value, seed=self.seed_slider.value,
+                        colour_scale=self.colour_dropdown.value)
 
     def _lengths_follow_T(self, T: int) -> None:
         for slider in self.length_sliders:

@@ -25,6 +25,7 @@ Only public ipywidgets and matplotlib APIs are used.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -169,6 +170,19 @@ def colour_scale_control(value: str = DEFAULT_COLOUR_SCALE):
                    "how weights become colours: linear from 0 to 1; each row divided by its largest weight; or "
                    "log10 of the weight from 10⁻⁴ to 1 (at large T every weight is about 1/T)",
                    options=tuple(COLOUR_SCALES))
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeatmapSettings:
+    """The controls every attention-heatmap explorer has: the seed of its random inputs and the colour scale.
+
+    An explorer's ``Settings`` (frozen, so that equal settings compare equal) subclasses it with its own controls,
+    which it takes by position; these two are given by keyword: the seed slider's value (0 to 99) and the
+    :func:`colour_scale_control`'s, one of :data:`~attention_lab.core.plots.COLOUR_SCALES`.
+    """
+
+    seed: int
+    colour_scale: str = DEFAULT_COLOUR_SCALE  # one of core.plots.COLOUR_SCALES
 
 
 def check_settings(**checks: tuple[object, bool, str]) -> None:

@@ -105,8 +105,8 @@ def jacobian_gain(p):
 
 
 @dataclass(frozen=True)
-class GradientCurves:
-    """The experiment's curves for one T and seed; every mapping is scaling key → array over ``d_heads``.
+class GradientCurves(student_curves.Curves):
+    """The experiment's curves for one T and seed (the explorer's ``Curves`` and more); mappings: scaling key → array over ``d_heads``.
 
     Attributes
     ----------
@@ -135,23 +135,14 @@ class GradientCurves:
         Median over rows of ‖J_u g‖₂ for the uniform row's Jacobian J_u and the same g (≈ √(T − 1) / T).
     """
 
-    T: int
+    # T, d_heads, gain, score_gradient, query_gradient, entropy and the ceiling ln T are the learner's explorer's
+    # Curves (one definition of the curves both draw); the experiment adds what its findings need.
     n_rows: int
     seed: int
-    d_heads: np.ndarray
-    gain: Mapping[str, np.ndarray]
-    score_gradient: Mapping[str, np.ndarray]
-    query_gradient: Mapping[str, np.ndarray]
-    entropy: Mapping[str, np.ndarray]
     max_weight: Mapping[str, np.ndarray]
     score_std: Mapping[str, np.ndarray]
     uniform_gain: float
     uniform_score_gradient: float
-
-    @property
-    def ceiling(self) -> float:
-        """The largest possible row entropy, ln T nats (a uniform row)."""
-        return math.log(self.T)
 
     def at(self, d_head: int) -> int:
         """Index of ``d_head`` in :attr:`d_heads`; KeyError if it was not computed."""
