@@ -237,7 +237,7 @@ def student_exists(course_dir: Path, student: str) -> bool:
 class StudentJob:
     """One student's :func:`grade_student` in a forked child, within ``budget``, autograding into ``job_gradebook``.
 
-    The caller :meth:`start` starts it, waits until :attr:`connection` is readable
+    The caller starts it (:meth:`start`), waits until :attr:`connection` is readable
     (``multiprocessing.connection.wait``) or :attr:`deadline` has passed, then
     calls :meth:`finish`; :meth:`settle` then writes the outcome into the class
     gradebook. Jobs start from the caller's thread: the parent runs no threads,
