@@ -21,7 +21,7 @@ from nbgrader.api import Gradebook
 from sqlalchemy.exc import SAWarning
 
 from autograder.assignments.a01_attention.spec import ASSIGNMENT as SPEC
-from autograder.course import COURSE_ID
+from autograder.course import COURSE_ID, REPO
 from autograder.examples import hostile_payloads
 from autograder.nbgrader import class_report, class_report_page, fingerprints, grading
 from autograder.nbgrader.grader_stamp import CELL_TAG, ShowGraderVersion, StampGraderVersion
@@ -60,6 +60,7 @@ def graded(tmp_path_factory) -> Path:
     Built once (making a gradebook takes seconds); each test gets a copy (:func:`course`).
     """
     tmp_path = tmp_path_factory.mktemp("graded-class")
+    shutil.copy(REPO / "nbgrader_config.py", tmp_path)  # a course directory: where the gradebook is comes from it
     db = f"sqlite:///{tmp_path / 'gradebook.db'}"
     graded = {"amy": {}, "bob": {"test_softmax": 3 / 7, "test_causal_mask": 0.0}, "cyd": {"test_causal_mask": 0.0},
               SCRIPT_ID: {"test_attention_entropy": 1.0}}
