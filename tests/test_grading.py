@@ -80,7 +80,7 @@ def test_named_mistakes_reach_the_table_and_the_feedback(graded_class):
     result = next(r for r in rows if r.student == student)
     assert result.named == [key]
     total = sum(v.score for v in grade_variant(assignments.get(ASSIGNMENT), mistake).values())
-    assert 0 < total < 10
+    assert 0 < total < hostile.FULL
     table = grading.format_table(steps, rows, ASSIGNMENT)
     assert table.splitlines()[0].split()[:4] == ["student", *(step.title for step in hostile.SPEC.steps[:3])]
     assert re.search(rf"{student} .* {total:g}/{hostile.FULL:g}\s+{key}$", table, re.M), table
@@ -88,6 +88,31 @@ def test_named_mistakes_reach_the_table_and_the_feedback(graded_class):
     page = " ".join(page.split())  # the feedback wraps long lines
     assert f"This looks like a known mistake: {' '.join(mistake.description.split())}" in page
     assert f"Hint: {' '.join(mistake.hint.split())}"[:60] in page
+
+
+def test_questions_are_graded_end_to_end_and_the_written_answer_is_left_for_the_instructor(graded_class):
+    """nbgrader in the sandbox reads the answers through the probe: an answer written differently ([2, 0], 2.08)
+    earns the points, a known wrong answer loses them with its misconception in the feedback; the written answer is
+    a manually graded cell worth 0 points that autograde leaves to the instructor."""
+    from nbgrader.api import Gradebook
+
+    course, results, _ = graded_class
+    spec = assignments.get(ASSIGNMENT)
+    questions = [q.grade_id for q in spec.questions]
+    _, rows = results[ASSIGNMENT]
+    by_student = {r.student: r for r in rows}
+    assert {q: by_student["cai-einsum-and-1e9"].steps[q] for q in questions} == dict.fromkeys(questions, (1.0, 1.0))
+    lea = by_student["lea-softmax-unfinished"]
+    assert lea.steps["question_entropy_ceiling"] == (0.0, 1.0) and lea.steps["question_nan_rows"] == (1.0, 1.0)
+    assert "question_entropy_ceiling_3p0" in lea.named
+    page = html.unescape((course / "feedback" / "lea-softmax-unfinished" / ASSIGNMENT /
+                          NOTEBOOK.replace(".ipynb", ".html")).read_text())
+    hint = spec.mistakes["question_entropy_ceiling_3p0"].hint
+    assert "your answer 3 is not right" in " ".join(page.split()) and hint[:50] in " ".join(page.split())
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=grading.COURSE_ID) as gradebook:
+        written = [g for nb in gradebook.find_submission(ASSIGNMENT, "lea-softmax-unfinished").notebooks
+                   for g in nb.grades if g.name.startswith("written_")]
+        assert [(g.max_score, g.auto_score, g.needs_manual_grade) for g in written] == [(0.0, None, True)]
 
 
 def test_feedback_holds_no_hidden_tests_reference_or_hidden_values(graded_class):
