@@ -13,7 +13,7 @@ import numpy as np
 from autograder.assignments.a01_attention import reference
 from autograder.grader.diagnosis import scale_ratio
 from autograder.grader.bank import HIDDEN_INPUTS_ONLY
-from autograder.grader.questions import Choice, Members, Number, Questions
+from autograder.grader.questions import Members, Number, Questions
 from autograder.grader.spec import Assignment, Case, Steps, Variant, combined, functions
 from autograder.assignments.a01_attention.bank import CORRECT, MISTAKES
 

@@ -17,7 +17,7 @@ from autograder.assignments.a01_attention import reference
 from autograder.assignments.a02_multi_head import reference as multi_head
 from autograder.grader.diagnosis import scale_ratio
 from autograder.grader.bank import HIDDEN_INPUTS_ONLY
-from autograder.grader.questions import Choice, Members, Number, Questions
+from autograder.grader.questions import Choice, Number, Questions
 from autograder.grader.spec import Assignment, Case, Steps, combined, functions
 from autograder.assignments.a02_multi_head.bank import CORRECT, MISTAKES
 

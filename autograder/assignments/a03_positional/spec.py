@@ -16,7 +16,7 @@ from autograder.assignments.a01_attention import reference
 from autograder.assignments.a03_positional import reference as positional
 from autograder.grader.diagnosis import scale_ratio
 from autograder.grader.bank import HIDDEN_INPUTS_ONLY
-from autograder.grader.questions import Choice, Members, Number, Questions
+from autograder.grader.questions import Choice, Number, Questions
 from autograder.grader.spec import Assignment, Case, Steps, functions
 from autograder.assignments.a03_positional.bank import CORRECT, MISTAKES
 

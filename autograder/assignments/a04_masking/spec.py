@@ -21,7 +21,7 @@ import numpy as np
 
 from autograder.assignments.a04_masking import reference as ref
 from autograder.grader.bank import HIDDEN_INPUTS_ONLY
-from autograder.grader.questions import Choice, Members, Number, Questions
+from autograder.grader.questions import Choice, Members, Questions
 from autograder.grader.spec import Assignment, Case, Steps, combined, functions
 from autograder.assignments.a04_masking.bank import CORRECT, MISTAKES
 

@@ -18,7 +18,7 @@ import numpy as np
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a05_kv_cache import reference as kv
 from autograder.grader.bank import HIDDEN_INPUTS_ONLY
-from autograder.grader.questions import Choice, Members, Number, Questions
+from autograder.grader.questions import Choice, Number, Questions
 from autograder.grader.spec import Assignment, Case, Steps, Variant, combined, functions
 from autograder.assignments.a05_kv_cache.bank import CORRECT, MISTAKES
 

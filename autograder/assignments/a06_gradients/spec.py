@@ -22,7 +22,7 @@ from autograder.assignments.a06_gradients import bank
 from autograder.assignments.a06_gradients import reference as ref
 from autograder.grader.draft_rewrites import apply_edit
 from autograder.grader.bank import HIDDEN_INPUTS_ONLY
-from autograder.grader.questions import Choice, Members, Number, Questions
+from autograder.grader.questions import Choice, Number, Questions
 from autograder.grader.spec import Assignment, Case, Step, Variant
 
 NAME = "06_gradients"
