@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_lab.core.losses import CubicLoss
-from autograder.assignments.a06_gradients import bank
+from autograder.assignments.a06_gradients import bank, diagnoses
 from autograder.assignments.a06_gradients import reference as ref
 from autograder.grader.draft_rewrites import apply_edit
 from autograder.grader.bank import HIDDEN_INPUTS_ONLY
@@ -81,8 +81,14 @@ def _cases(make):
     return cases
 
 
+#: each step's diagnosis of a wrong result that matches no known mistake (diagnoses.py)
+DIAGNOSES = {"softmax_jacobian": diagnoses.jacobian, "softmax_backward": diagnoses.backward,
+             "attention_backward": diagnoses.attention, "numerical_gradient": diagnoses.numerical,
+             "relative_error": diagnoses.relative}
+
+
 def _step(function: str) -> Step:
-    return Step(f"test_{function}", function.replace("_", " "), _cases(bank.STEPS[function].cases))
+    return Step(f"test_{function}", function.replace("_", " "), _cases(bank.STEPS[function].cases), DIAGNOSES[function])
 
 
 CORRECT = {name: Variant(rewrite.description, _with_given(dict(rewrite.cells)))
