@@ -42,8 +42,8 @@ CALL_SECONDS = 20.0  # the whole experiment on a learner's softmax_backward; an 
 class GradientFigure(ExplorerFigure):
     """The three curve panels and the heatmap at fixed rectangles; the curves are a cached background per T.
 
-    A change of T (or of the learner's function) draws the curves once and caches them
-    (:meth:`ExplorerFigure.cache_background`); a change of d_head or of the heatmap's scaling blits only what
+    A change to a T not shown before (or of the learner's function) draws the curves once and caches the
+    background per T (:meth:`ExplorerFigure.cache_background`), so a return to that T blits too; a change of d_head or of the heatmap's scaling blits only what
     moves onto it: the d_head marker of each panel, the heatmap, its title and an error line. The heatmap shows
     J / max |J_ij| on a fixed diverging scale (white is 0); its title gives max |J_ij|, so the colour bar is
     static too.
@@ -65,7 +65,8 @@ class GradientFigure(ExplorerFigure):
         self.error_text = self.figure.text(0.5, 0.5, "", ha="center", va="center", color="#B00020", fontsize=11,
                                            wrap=True, animated=True)
         self.markers = []
-        self._drawn_curves = None
+        #: T → (the curves drawn, the background with them): a return to a T shown before is a blit (1.3 MB each)
+        self._backgrounds: dict[int, tuple[Curves | None, object]] = {}
 
     def _build_panels(self) -> None:
         """The curve panels' artists, made once: a new T only changes their data (no axes cleared, so matplotlib
@@ -121,13 +122,16 @@ class GradientFigure(ExplorerFigure):
                largest: float, error: str | None) -> bytes:
         """Draw the curves (once per ``curves``), the marker at ``d_head``, the heatmap and ``error``; return PNG."""
         T = jacobian.shape[0] if jacobian is not None else curves.T if curves is not None else 2
-        if not (curves is self._drawn_curves and self.layout_key == T):  # `is`: the figure holds the drawn curves
-            self._draw_curves(curves, error)
-            self.heat_image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))  # the heatmap's ticks are background too
-            self.heat_ax.set_xlim(-0.5, T - 0.5)
-            self.heat_ax.set_ylim(T - 0.5, -0.5)
+        self.heat_image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
+        self.heat_ax.set_xlim(-0.5, T - 0.5)
+        self.heat_ax.set_ylim(T - 0.5, -0.5)
+        drawn = self._backgrounds.get(T)
+        if drawn is not None and drawn[0] is curves:  # `is`: the figure holds the curves each background shows
+            self.background, self.layout_key = drawn[1], T
+        else:
+            self._draw_curves(curves, error)  # the heatmap's ticks for this T are part of the background too
             self.cache_background(T)
-            self._drawn_curves = curves
+            self._backgrounds[T] = (curves, self.background)
         for marker in self.markers:
             marker.set_xdata([d_head, d_head])
         if jacobian is not None:
