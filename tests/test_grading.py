@@ -90,10 +90,10 @@ def test_named_mistakes_reach_the_table_and_the_feedback(graded_class):
     assert f"Hint: {' '.join(mistake.hint.split())}"[:60] in page
 
 
-def test_questions_are_graded_end_to_end_and_the_written_answer_is_left_for_the_instructor(graded_class):
+def test_questions_are_graded_end_to_end_and_the_written_answer_is_a_0_point_manual_cell(graded_class):
     """nbgrader in the sandbox reads the answers through the probe: an answer written differently ([2, 0], 2.08)
     earns the points, a known wrong answer loses them with its misconception in the feedback; the written answer is
-    a manually graded cell worth 0 points that autograde leaves to the instructor."""
+    a manually graded cell worth 0 points (nbgrader scores an unanswered one 0 itself)."""
     from nbgrader.api import Gradebook
 
     course, results, _ = graded_class
@@ -112,7 +112,9 @@ def test_questions_are_graded_end_to_end_and_the_written_answer_is_left_for_the_
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=grading.COURSE_ID) as gradebook:
         written = [g for nb in gradebook.find_submission(ASSIGNMENT, "lea-softmax-unfinished").notebooks
                    for g in nb.grades if g.name.startswith("written_")]
-        assert [(g.max_score, g.auto_score, g.needs_manual_grade) for g in written] == [(0.0, None, True)]
+        # a manually graded markdown cell worth 0 points; left as the release's "YOUR ANSWER HERE", nbgrader scores it 0
+        # itself and asks no manual grade (an answered one waits for the instructor in Formgrader)
+        assert [(g.cell.cell_type, g.max_score, g.score) for g in written] == [("markdown", 0.0, 0.0)]
 
 
 def test_feedback_holds_no_hidden_tests_reference_or_hidden_values(graded_class):
