@@ -23,6 +23,7 @@ from autograder import assignments
 from autograder.grader.answers import source_solutions
 from autograder.grader.in_process import grade_answers, grader_for
 from autograder.grader.bank import HIDDEN_INPUTS_ONLY
+from autograder.grader.questions import QUESTION_REASON
 from conftest import REPO
 from self_check_harness import cells_of, namespace_for, verdict
 
@@ -73,10 +74,27 @@ def test_the_readme_lists_every_mistake_only_hidden_inputs_expose():
     readme = " ".join((REPO / "README.md").read_text().split())
     section = readme[readme.index("### The self-checks agree with the grader"):readme.index("### Benchmarks")]
     assert "`HIDDEN_INPUTS_ONLY`" in section
-    if not HIDDEN_INPUTS_ONLY:
+    steps = {entry: reason for entry, reason in HIDDEN_INPUTS_ONLY.items() if not entry[2].startswith("question_")}
+    if not steps:
         assert "none today" in section
-    for (name, key, grade_id), reason in HIDDEN_INPUTS_ONLY.items():
+    for (name, key, grade_id), reason in steps.items():
         assert f"`{key}`" in section and " ".join(reason.split()) in section, f"README should list {name}/{key}"
+    # the questions' wrong answers, one reason for all (a question's check tests the format only)
+    assert " ".join(QUESTION_REASON.split()) in section and "`question_*`" in section
+
+
+def test_every_wrong_answer_of_every_question_is_listed_and_nothing_else_of_a_question():
+    """A question's visible check tests the format only: each of its known wrong answers is on the list, with the
+    questions' reason; the list holds no other entry for a question's step."""
+    for name, assignment in ASSIGNMENTS.items():
+        for step in assignment.steps:
+            if step.question is None:
+                continue
+            wrong = {key for key, variant in assignment.mistakes.items() if step.grade_id in variant.breaks}
+            assert len(wrong) >= len(step.question.wrong) >= 3, f"{name}/{step.grade_id}: name its typical wrong answers"
+            listed = {key for (n, key, grade_id) in HIDDEN_INPUTS_ONLY if n == name and grade_id == step.grade_id}
+            assert listed == wrong, f"{name}/{step.grade_id}"
+            assert {HIDDEN_INPUTS_ONLY[(name, key, step.grade_id)] for key in wrong} == {QUESTION_REASON}
 
 
 @pytest.mark.parametrize("name,key", CORRECT + [(name, None) for name in ASSIGNMENTS])

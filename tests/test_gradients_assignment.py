@@ -103,3 +103,27 @@ def test_the_explorer_redraws_for_each_slider_and_names_a_broken_function():
     assert explorer.curves.T == 64 and explorer.jacobian.shape == (64, 64)
     broken = GradientExplorer(lambda p: np.zeros(3), reference.softmax_backward, T=8, d_head=4, sync=True)
     assert "softmax_jacobian(p) for p of shape (8,) returned shape (3,)" in broken.summary.value
+
+
+def test_the_explorer_caches_each_T_and_shows_what_a_fresh_explorer_shows():
+    """A return to a T shown before blits onto that T's cached background: the picture is a fresh explorer's; a
+    redefined softmax_backward (its cell re-run) computes the curves again."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from attention_lab.a06_gradients.visual import GradientExplorer
+
+    explorer = GradientExplorer(reference.softmax_jacobian, reference.softmax_backward, T=16, d_head=8, sync=True)
+    first_curves = explorer.curves
+    explorer.T_slider.value = 32
+    explorer.d_head_slider.value = 64
+    explorer.T_slider.value = 16
+    assert explorer.curves is first_curves  # cached, not recomputed
+    fresh = GradientExplorer(reference.softmax_jacobian, reference.softmax_backward, T=16, d_head=64, sync=True)
+    assert explorer.image.value == fresh.image.value and explorer.summary.value == fresh.summary.value
+    scaled = lambda p, g: 2 * reference.softmax_backward(p, g)  # noqa: E731
+    explorer.functions = (explorer.functions[0], scaled)
+    explorer.d_head_slider.value = 32
+    assert explorer.curves is not first_curves
+    np.testing.assert_allclose(explorer.curves.score_gradient["sqrt"], 2 * first_curves.score_gradient["sqrt"])
+    assert explorer.image.value != GradientExplorer(reference.softmax_jacobian, reference.softmax_backward, T=16,
+                                                    d_head=32, sync=True).image.value

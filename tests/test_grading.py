@@ -80,7 +80,7 @@ def test_named_mistakes_reach_the_table_and_the_feedback(graded_class):
     result = next(r for r in rows if r.student == student)
     assert result.named == [key]
     total = sum(v.score for v in grade_variant(assignments.get(ASSIGNMENT), mistake).values())
-    assert 0 < total < 10
+    assert 0 < total < hostile.FULL
     table = grading.format_table(steps, rows, ASSIGNMENT)
     assert table.splitlines()[0].split()[:4] == ["student", *(step.title for step in hostile.SPEC.steps[:3])]
     assert re.search(rf"{student} .* {total:g}/{hostile.FULL:g}\s+{key}$", table, re.M), table
@@ -88,6 +88,33 @@ def test_named_mistakes_reach_the_table_and_the_feedback(graded_class):
     page = " ".join(page.split())  # the feedback wraps long lines
     assert f"This looks like a known mistake: {' '.join(mistake.description.split())}" in page
     assert f"Hint: {' '.join(mistake.hint.split())}"[:60] in page
+
+
+def test_questions_are_graded_end_to_end_and_the_written_answer_is_a_0_point_manual_cell(graded_class):
+    """nbgrader in the sandbox reads the answers through the probe: an answer written differently ([2, 0], 2.08)
+    earns the points, a known wrong answer loses them with its misconception in the feedback; the written answer is
+    a manually graded cell worth 0 points (nbgrader scores an unanswered one 0 itself)."""
+    from nbgrader.api import Gradebook
+
+    course, results, _ = graded_class
+    spec = assignments.get(ASSIGNMENT)
+    questions = [q.grade_id for q in spec.questions]
+    _, rows = results[ASSIGNMENT]
+    by_student = {r.student: r for r in rows}
+    assert {q: by_student["cai-einsum-and-1e9"].steps[q] for q in questions} == dict.fromkeys(questions, (1.0, 1.0))
+    lea = by_student["lea-softmax-unfinished"]
+    assert lea.steps["question_entropy_ceiling"] == (0.0, 1.0) and lea.steps["question_nan_rows"] == (1.0, 1.0)
+    assert "question_entropy_ceiling_3p0" in lea.named
+    page = html.unescape((course / "feedback" / "lea-softmax-unfinished" / ASSIGNMENT /
+                          NOTEBOOK.replace(".ipynb", ".html")).read_text())
+    hint = spec.mistakes["question_entropy_ceiling_3p0"].hint
+    assert "your answer 3 is not right" in " ".join(page.split()) and hint[:50] in " ".join(page.split())
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=grading.COURSE_ID) as gradebook:
+        written = [g for nb in gradebook.find_submission(ASSIGNMENT, "lea-softmax-unfinished").notebooks
+                   for g in nb.grades if g.name.startswith("written_")]
+        # a manually graded markdown cell worth 0 points; left as the release's "YOUR ANSWER HERE", nbgrader scores it 0
+        # itself and asks no manual grade (an answered one waits for the instructor in Formgrader)
+        assert [(g.cell.cell_type, g.max_score, g.score) for g in written] == [("markdown", 0.0, 0.0)]
 
 
 def test_feedback_holds_no_hidden_tests_reference_or_hidden_values(graded_class):
@@ -204,7 +231,8 @@ def test_untouched_answers_say_not_answered_yet_and_the_table_says_unanswered(gr
     assert ben.note == "unanswered"
     lea = next(r for r in rows if r.student == "lea-softmax-unfinished")
     assert lea.note == "unanswered: softmax"
-    assert re.search(r"^ben-untouched .*0/10\s+unanswered$", grading.format_table(steps, rows, ASSIGNMENT), re.M)
+    assert re.search(rf"^ben-untouched .*0/{hostile.FULL:g}\s+unanswered$", grading.format_table(steps, rows, ASSIGNMENT),
+                     re.M)
     html = (course / "feedback" / example_class.UNTOUCHED / ASSIGNMENT / NOTEBOOK.replace(".ipynb", ".html")).read_text()
     assert "softmax: not answered yet (it still raises NotImplementedError)" in html
     assert "raised NotImplementedError: " not in html and "raised NotImplementedError:  " not in html
@@ -214,7 +242,8 @@ def test_an_unfinished_earlier_function_costs_only_its_own_step_under_nbgrader(g
     """The stand-in passes run in the sandboxed kernel after the last cell."""
     course, results, _ = graded_class
     lea = next(r for r in results[ASSIGNMENT][1] if r.student == "lea-softmax-unfinished")
-    assert {g for g, (score, points) in lea.steps.items() if score < points} == {"test_softmax"}
+    # lea's softmax is the stub (and her entropy ceiling is in bits: that question's point, nothing else)
+    assert {g for g, (score, points) in lea.steps.items() if score < points} == {"test_softmax", "question_entropy_ceiling"}
     html = (course / "feedback" / "lea-softmax-unfinished" / ASSIGNMENT / NOTEBOOK.replace(".ipynb", ".html")).read_text()
     assert "Graded on its own: softmax, from an earlier step, is wrong or unfinished" in " ".join(html.split())
 

@@ -33,7 +33,7 @@ def test_correct_answers_pass_every_self_check(variant, capsys):
     assert out.count("✓") == 15
 
 
-@pytest.mark.parametrize("key", sorted(ASSIGNMENT.mistakes))
+@pytest.mark.parametrize("key", sorted(ASSIGNMENT.function_mistakes))
 def test_each_mistake_fails_its_own_self_check_with_its_hint(key):
     mistake = ASSIGNMENT.mistakes[key]
     (cell,) = mistake.cells

@@ -34,7 +34,7 @@ def test_every_check_passes_the_solution_and_every_correct_variant(variant):
         assert printed.count("✓") >= 2 and "✗" not in printed
 
 
-@pytest.mark.parametrize("key", list(A.mistakes))
+@pytest.mark.parametrize("key", list(A.function_mistakes))
 def test_each_mistake_fails_its_own_check_and_is_named(key):
     mistake = A.mistakes[key]
     (function,) = [name for name in CHECKS if any(f"def {name}(" in source for source in mistake.cells.values())]

@@ -122,7 +122,7 @@ def test_a_graded_draft_form_bank_hands_the_grader_exactly_its_edits():
     for folder in sorted(set(GRADED) - set(EDITED_SOURCE)):
         assignment, module = GRADED[folder], _bank(folder)
         assert _kind(folder) is _rewrite_draft, folder
-        assert list(assignment.mistakes) == list(module.MISTAKES), folder
+        assert list(assignment.function_mistakes) == list(module.MISTAKES), folder
         for name, edit in module.MISTAKES.items():
             edited = draft_rewrites.apply_edit(module.SOLUTION, edit)[edit.cell]
             assert edited in assignment.mistakes[name].cells[edit.cell], (folder, name)
@@ -133,7 +133,8 @@ def test_a_graded_draft_form_bank_hands_the_grader_exactly_its_edits():
 def test_a_graded_banks_solution_is_its_source_notebooks_and_its_mistakes_are_its_edits(folder):
     assignment, module = GRADED[folder], _bank(folder)
     assert module.SOLUTION == source_solutions(assignment.name, assignment.notebook)
-    assert assignment.mistakes is module.MISTAKES  # the spec hands the grader the bank's edited cells
+    # the spec hands the grader the bank's edited cells (and its questions' wrong answers, tests/test_questions.py)
+    assert assignment.function_mistakes == module.MISTAKES and list(assignment.function_mistakes) == list(module.MISTAKES)
     assert list(module.MISTAKES) == list(module.KNOWN_MISTAKES)
     for name, mistake in module.KNOWN_MISTAKES.items():
         assert module.MISTAKES[name] == mistake.variant(module.SOLUTION), name

@@ -328,7 +328,7 @@ def test_example_students_are_named_as_the_brief_asks():
     assert names == ["mia", "ned", "ora", "pat"]
     results = {student: grade_answers(ASSIGNMENT, dict(variant.cells))
                for student, variant in ASSIGNMENT.example_students.items()}
-    assert sum(s.score for s in results["pat-loops-over-heads"].values()) == 7
+    assert sum(s.score for s in results["pat-loops-over-heads"].values()) == 7 + 2  # the steps, the two questions
     assert results["mia-split-without-transpose"]["test_split_heads"].named == ["split_without_transpose"]
     assert results["ned-forgot-W_o"]["test_multi_head_attention"].named == ["forgot_W_o"]
     assert results["ora-scales-by-d_model"]["test_multi_head_attention"].named == ["scale_by_d_model"]
@@ -363,7 +363,7 @@ def test_correct_answers_pass_every_self_check(variant):
     assert {which: _self_check(cells, which) for which in SELF_CHECKS} == dict.fromkeys(SELF_CHECKS)
 
 
-@pytest.mark.parametrize("key", sorted(ASSIGNMENT.mistakes))
+@pytest.mark.parametrize("key", sorted(ASSIGNMENT.function_mistakes))
 def test_each_mistake_fails_its_own_self_check_and_is_named(key):
     variant = ASSIGNMENT.mistakes[key]
     (cell,) = variant.cells

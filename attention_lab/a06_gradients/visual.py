@@ -12,8 +12,10 @@ row) and ``d_head`` (marked on every curve):
   behind the curves, for the chosen scaling), axes "key position" × "key position" (both indices are
   keys of the one query), diverging colours centred on 0.
 
-The curves are recomputed only when T changes (:mod:`attention_lab.a06_gradients.curves`); a change
-of d_head or of the scaling moves the marker and recomputes one row's Jacobian. Each learner's
+The curves are computed once per T and learner's function (:mod:`attention_lab.a06_gradients.curves`
+caches what does not depend on the function) and drawn once as a cached background; a change of d_head or
+of the scaling moves the marker and recomputes one row's Jacobian, blitted onto it
+(``benchmarks/explorer_latency.py`` measures both). Each learner's
 function is looked up again by name before every redraw, so re-running a fixed cell is picked up.
 """
 
@@ -23,14 +25,12 @@ import math
 import os
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
 from attention_lab.a01_attention.visual import latest
 from attention_lab.a06_gradients.curves import D_HEADS, SCALINGS, Curves, ExperimentError, gradient_curves, row_weights
 from attention_lab.core.calls import time_limit
+from attention_lab.core.explorer import ExplorerFigure
 from attention_lab.core.plots import CURVE_COLOURS, REFERENCE_COLOUR, SIGNED_COLORMAP
-from attention_lab.core.redraw import CoalescedRedraw, image_widget, name_figure, png_bytes
+from attention_lab.core.redraw import CoalescedRedraw, image_widget, name_figure
 
 T_OPTIONS = (4, 8, 16, 32, 64, 128)
 COLOURS = dict(zip(("none", "sqrt", "linear"), CURVE_COLOURS))  # told apart in lightness (core.plots.CURVE_COLOURS)
@@ -40,65 +40,112 @@ N_ROWS = 256
 CALL_SECONDS = 20.0  # the whole experiment on a learner's softmax_backward; an endless loop becomes a message
 
 
-class GradientFigure:
-    """One Agg figure with the three curve panels and the heatmap, redrawn in place."""
+class GradientFigure(ExplorerFigure):
+    """The three curve panels and the heatmap at fixed rectangles; the curves are a cached background per T.
+
+    A change to a T not shown before (or of the learner's function) draws the curves once and caches the
+    background per T (:meth:`ExplorerFigure.cache_background`), so a return to that T blits too; a change of d_head or of the heatmap's scaling blits only what
+    moves onto it: the d_head marker of each panel, the heatmap, its title and an error line. The heatmap shows
+    J / max |J_ij| on a fixed diverging scale (white is 0); its title gives max |J_ij|, so the colour bar is
+    static too.
+    """
 
     def __init__(self):
-        self.figure = Figure(figsize=FIGURE_SIZE, dpi=DPI, facecolor="white", layout="constrained")
-        self.canvas = FigureCanvasAgg(self.figure)
-        self.gain_ax, self.gradient_ax, self.entropy_ax, self.heat_ax = self.figure.subplots(1, 4)
-        self.heat_image = self.heat_ax.imshow(np.zeros((2, 2)), cmap=SIGNED_COLORMAP, vmin=-1, vmax=1, interpolation="nearest")
-        self.figure.colorbar(self.heat_image, ax=self.heat_ax, label="∂p_i / ∂s_j")
+        super().__init__((FIGURE_SIZE[0] * DPI / 100, FIGURE_SIZE[1] * DPI / 100))
+        left, width, bottom, height = (0.06, 0.29, 0.52), 0.165, 0.15, 0.7
+        self.gain_ax, self.gradient_ax, self.entropy_ax = (self.figure.add_axes((x, bottom, width, height))
+                                                           for x in left)
+        self.heat_ax = self.figure.add_axes((0.755, bottom, 0.135, height))
+        self.heat_image = self.heat_ax.imshow(np.zeros((2, 2)), cmap=SIGNED_COLORMAP, vmin=-1, vmax=1,
+                                              interpolation="nearest", animated=True)
+        self.figure.colorbar(self.heat_image, cax=self.figure.add_axes((0.905, bottom, 0.01, height)),
+                             label="∂p_i / ∂s_j ÷ max |J_ij|")
         self.heat_ax.set_xlabel("key position j")
         self.heat_ax.set_ylabel("key position i")
+        self.heat_ax.title.set_animated(True)
+        self.error_text = self.figure.text(0.5, 0.5, "", ha="center", va="center", color="#B00020", fontsize=11,
+                                           wrap=True, animated=True)
+        self.markers = []
+        #: T → (the curves drawn, the background with them): a return to a T shown before is a blit (1.3 MB each)
+        self._backgrounds: dict[int, tuple[Curves | None, object]] = {}
 
-    def render(self, curves: Curves | None, d_head: int, scaling: str, jacobian: np.ndarray | None,
-               largest: float, error: str | None) -> bytes:
-        """Draw the curves (or ``error``), the marker at ``d_head`` and the heatmap; return PNG bytes."""
-        figure = self.figure
-        for ax in (self.gain_ax, self.gradient_ax, self.entropy_ax):
-            ax.clear()
-        if curves is not None:
-            for key, label in SCALINGS.items():
-                colour = COLOURS[key]
-                self.gain_ax.plot(curves.d_heads, curves.gain[key], color=colour, marker="o", ms=3, label=label)
-                self.gradient_ax.plot(curves.d_heads, curves.score_gradient[key], color=colour, lw=1,
-                                      ls=":", label=f"{label}, at the scores")
-                self.gradient_ax.plot(curves.d_heads, curves.query_gradient[key], color=colour, lw=2.5,
-                                      label=f"{label}, at Q")
-                self.entropy_ax.plot(curves.d_heads, curves.entropy[key], color=colour, marker="o", ms=3,
-                                     label=label)
-            self.gain_ax.axhline(1.0 / curves.T, color=REFERENCE_COLOUR, ls="--", lw=1, label="uniform row, 1/T")
-            self.entropy_ax.axhline(curves.ceiling, color=REFERENCE_COLOUR, ls="--", lw=1, label=f"ceiling ln T = {curves.ceiling:.2f}")
+    def _build_panels(self) -> None:
+        """The curve panels' artists, made once: a new T only changes their data (no axes cleared, so matplotlib
+        keeps its tick objects; clearing and re-plotting cost 5x more)."""
+        nowhere = np.array([1.0, 2.0]), np.array([np.nan, np.nan])
+        self.lines = {}
+        for key, label in SCALINGS.items():
+            colour = COLOURS[key]
+            self.lines["gain", key], = self.gain_ax.plot(*nowhere, color=colour, marker="o", ms=3, label=label)
+            self.lines["score_gradient", key], = self.gradient_ax.plot(*nowhere, color=colour, lw=1, ls=":",
+                                                                       label=f"{label}, at the scores")
+            self.lines["query_gradient", key], = self.gradient_ax.plot(*nowhere, color=colour, lw=2.5,
+                                                                       label=f"{label}, at Q")
+            self.lines["entropy", key], = self.entropy_ax.plot(*nowhere, color=colour, marker="o", ms=3, label=label)
+        self.uniform_line = self.gain_ax.axhline(np.nan, color=REFERENCE_COLOUR, ls="--", lw=1, label="uniform row, 1/T")
+        self.ceiling_line = self.entropy_ax.axhline(np.nan, color=REFERENCE_COLOUR, ls="--", lw=1, label="ceiling ln T")
+        self.markers = []
         for ax, title, ylabel in ((self.gain_ax, "softmax Jacobian gain ‖J‖₂", "‖J‖₂ (median over rows)"),
                                   (self.gradient_ax, "gradient norm (median over rows)", "‖gradient‖₂"),
                                   (self.entropy_ax, "mean row entropy", "entropy (nats)")):
             ax.set_xscale("log", base=2)
+            ax.set_xlim(D_HEADS[0] / 1.3, D_HEADS[-1] * 1.3)
             ax.set_xlabel("d_head")
             ax.set_ylabel(ylabel)
             ax.set_title(title, fontsize=10)
-            ax.axvline(d_head, color="0.2", lw=0.8)
-            if curves is not None:
-                ax.legend(fontsize="x-small", frameon=False)
+            self.markers.append(ax.axvline(D_HEADS[0], color="0.2", lw=0.8, animated=True))
         self.gradient_ax.set_yscale("log")
+        self.legends = [ax.legend(fontsize="x-small", frameon=False)
+                        for ax in (self.gain_ax, self.gradient_ax, self.entropy_ax)]
+
+    def _draw_curves(self, curves: Curves | None, error: str | None) -> None:
+        """The static part for one T: the curves (hidden when they could not be computed) and the axes' limits."""
+        if not hasattr(self, "lines"):
+            self._build_panels()
+        for (name, key), line in self.lines.items():
+            line.set_visible(curves is not None)
+            if curves is not None:
+                line.set_data(curves.d_heads, getattr(curves, name)[key])
+        for line, value in ((self.uniform_line, None if curves is None else 1.0 / curves.T),
+                            (self.ceiling_line, None if curves is None else curves.ceiling)):
+            line.set_visible(value is not None)
+            if value is not None:
+                line.set_ydata([value, value])
+        if curves is not None:
+            self.legends[2].get_texts()[-1].set_text(f"ceiling ln T = {curves.ceiling:.2f}")
+        for legend in self.legends:
+            legend.set_visible(curves is not None)
+        for ax in (self.gain_ax, self.gradient_ax, self.entropy_ax):
+            ax.relim(visible_only=True)
+            ax.autoscale_view(scalex=False)
+
+    def render(self, curves: Curves | None, d_head: int, scaling: str, jacobian: np.ndarray | None,
+               largest: float, error: str | None) -> bytes:
+        """Draw the curves (once per ``curves``), the marker at ``d_head``, the heatmap and ``error``; return PNG."""
+        T = jacobian.shape[0] if jacobian is not None else curves.T if curves is not None else 2
+        self.heat_image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
+        self.heat_ax.set_xlim(-0.5, T - 0.5)
+        self.heat_ax.set_ylim(T - 0.5, -0.5)
+        drawn = self._backgrounds.get(T)
+        if drawn is not None and drawn[0] is curves:  # `is`: the figure holds the curves each background shows
+            self.background, self.layout_key = drawn[1], T
+        else:
+            self._draw_curves(curves, error)  # the heatmap's ticks for this T are part of the background too
+            self.cache_background(T)
+            self._backgrounds[T] = (curves, self.background)
+        for marker in self.markers:
+            marker.set_xdata([d_head, d_head])
         if jacobian is not None:
-            limit = max(float(np.max(np.abs(jacobian))), 1e-12)  # symmetric limits: 0 is the middle of the colour map
-            T = jacobian.shape[0]
-            self.heat_image.set_data(jacobian)
-            self.heat_image.set_clim(-limit, limit)
-            self.heat_image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
+            limit = max(float(np.max(np.abs(jacobian))), 1e-300)
+            self.heat_image.set_data(jacobian / limit)
             gain = float(np.linalg.norm(jacobian, 2))
-            self.heat_ax.set_title(f"J of one row, {SCALINGS[scaling]}, d_head = {d_head}\n"
-                                   f"‖J‖₂ = {gain:.3g}, largest weight {largest:.3g}", fontsize=10)
+            self.heat_ax.set_title(f"J of one row, {SCALINGS[scaling]}, d_head = {d_head}\n‖J‖₂ {gain:.3g}, "
+                                   f"max |J_ij| {limit:.3g}, top p {largest:.3g}", fontsize=7.5)
         else:
             self.heat_image.set_data(np.zeros((2, 2)))
-            self.heat_ax.set_title("", fontsize=10)
-        if error is not None:
-            figure.text(0.5, 0.5, f"⚠ {error}", ha="center", va="center", color="#B00020", fontsize=11, wrap=True)
-        self.canvas.draw()
-        for text in list(figure.texts):
-            text.remove()
-        return png_bytes(self.canvas)
+            self.heat_ax.set_title("", fontsize=9)
+        self.error_text.set_text("" if error is None else f"⚠ {error}")
+        return self.blit([*self.markers, self.heat_image, self.heat_ax.title, self.error_text])
 
 
 class GradientExplorer(CoalescedRedraw):
@@ -147,7 +194,8 @@ class GradientExplorer(CoalescedRedraw):
         self.figure = GradientFigure()
         self.curves: Curves | None = None
         self.curves_error: str | None = None
-        self._curves_key = None
+        self._curves_by_T: dict[int, tuple[Curves | None, str | None]] = {}
+        self._curves_of = None
         self.jacobian: np.ndarray | None = None
         self.error: str | None = None
         self.redraws = 0
@@ -156,17 +204,19 @@ class GradientExplorer(CoalescedRedraw):
         self.redraw()
 
     def _compute_curves(self, T: int) -> None:
+        """The curves of T on the learner's current softmax_backward: computed once per (T, function), so going
+        back to a T is free; a redefined function (its cell re-run) computes them again."""
         backward = latest(self.functions[1])
-        key = (T, backward)
-        if key == self._curves_key:
-            return
-        try:
-            with time_limit(CALL_SECONDS):
-                self.curves, self.curves_error = gradient_curves(backward, T=T, n_rows=N_ROWS), None
-        except Exception as error:  # noqa: BLE001 — whatever the learner's code does becomes one message
-            message = str(error) if isinstance(error, ExperimentError) else f"{type(error).__name__}: {error}"
-            self.curves, self.curves_error = None, message
-        self._curves_key = key
+        if backward is not self._curves_of:
+            self._curves_by_T, self._curves_of = {}, backward
+        if T not in self._curves_by_T:
+            try:
+                with time_limit(CALL_SECONDS):
+                    self._curves_by_T[T] = gradient_curves(backward, T=T, n_rows=N_ROWS), None
+            except Exception as error:  # noqa: BLE001 — whatever the learner's code does becomes one message
+                message = str(error) if isinstance(error, ExperimentError) else f"{type(error).__name__}: {error}"
+                self._curves_by_T[T] = None, message
+        self.curves, self.curves_error = self._curves_by_T[T]
 
     def _row_jacobian(self, T: int, d_head: int, scaling: str) -> np.ndarray:
         p = row_weights(d_head, T, scaling, n_rows=N_ROWS)

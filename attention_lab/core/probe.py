@@ -30,6 +30,9 @@ namespace are replaced by wrappers:
 
 Only calls made by the graded function's own code are recorded or answered:
 calls that an earlier function makes inside itself are left alone.
+
+A question's case (``"reads": true``) calls nothing: it reads the answer variable the case names and sends
+its value (a set as a list of its members: order does not matter to a set), :func:`read_answer`.
 """
 
 from __future__ import annotations
@@ -201,6 +204,35 @@ class _EarlierFunctions:
         return earlier_function
 
 
+def read_answer(namespace: dict, case: dict) -> dict:
+    """Read a question's answer variable ``case["function"]`` from ``namespace`` and describe it, as data.
+
+    Returns
+    -------
+    dict
+        ``{"status": "returned", "value": ..., "args_after": [], "warnings": []}`` (a ``set`` or ``frozenset``
+        sent as a list of its members), or ``{"status": "missing", "message": ...}`` when the variable is not
+        set (the answer cell still raises ``NotImplementedError``); both with empty ``"calls"``.
+    """
+    name = case["function"]
+    missing = object()
+    value = namespace.get(name, missing)
+    if value is missing:
+        result = {"status": "missing", "message": f"{name} is not set in the notebook"}
+    else:
+        def encode():  # within the time limit: encoding an ndarray subclass can run its code
+            return wire.encode(list(value) if type(value) in (set, frozenset) else value)
+        try:
+            result = {"status": "returned", "value": call_learner(encode, seconds=float(case["seconds"])),
+                      "args_after": [], "warnings": []}
+        except FunctionTimedOut as timeout:
+            result = {"status": "timeout", "message": str(timeout)}
+        except BaseException as error:  # noqa: BLE001
+            result = _describe_error(error, namespace)
+    result.update(calls=[], calls_dropped=0)
+    return result
+
+
 def call_case(namespace: dict, case: dict, earlier=(), stand_ins: dict | None = None) -> dict:
     """Call one case's function from ``namespace`` and describe what happened, as data.
 
@@ -226,6 +258,8 @@ def call_case(namespace: dict, case: dict, earlier=(), stand_ins: dict | None = 
         every call, with ``"returned"`` or ``"raised"``; in a later pass the calls without a value) and
         ``"calls_dropped"`` (calls over the recording limits). Values are encoded with :mod:`attention_lab.core.values`.
     """
+    if case.get("reads"):
+        return read_answer(namespace, case)
     name = case["function"]
     function = namespace.get(name)
     if not callable(function):

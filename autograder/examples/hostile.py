@@ -24,7 +24,8 @@ import nbformat
 from autograder.assignments.a01_attention.spec import ASSIGNMENT as SPEC
 from autograder.examples import hostile_payloads as payloads
 from autograder.grader.in_process import points_of
-from autograder.nbgrader.notebook_cells import fill_release, nbgrader_meta
+from autograder.course import REPO
+from autograder.nbgrader.notebook_cells import fill_release, nbgrader_meta, read_json
 
 ASSIGNMENT = SPEC.name
 NOTEBOOK = SPEC.notebook
@@ -32,6 +33,8 @@ POINTS = points_of(SPEC)  #: grade_id → points of each autograder-test cell of
 FULL = sum(POINTS.values())
 #: what a submission keeps when its causal_mask cell stops: the points of the steps before the mask's test cell
 BEFORE_MASK = sum(POINTS[step.grade_id] for step in SPEC.steps[:SPEC.steps.index(SPEC.step("test_causal_mask"))])
+#: cells of the released notebook that every hostile submission starts from (a question added changes it)
+RELEASE_CELLS = len(read_json(REPO / "release" / ASSIGNMENT / NOTEBOOK)["cells"])
 
 
 @dataclass
@@ -547,7 +550,7 @@ CASES: dict[str, Hostile] = {
     "too-many-cells": Hostile(
         "1,100 extra Markdown cells in a small file (over the cell limit of 1,000)",
         release_json(lambda nb: payloads.many_markdown_cells(nb, 1_100)),
-        not_graded("over the cell limit: 1145 cells, limit 1000")),
+        not_graded(f"over the cell limit: {1_100 + RELEASE_CELLS} cells, limit 1000")),
     "too-many-outputs": Hostile(
         "2,001 outputs saved in one cell (over the output limit of 2,000)",
         release_json(lambda nb: payloads.many_outputs(nb, 2_001)),

@@ -19,6 +19,10 @@ step (one autograder-test cell) and each of its hidden cases:
    on the same inputs; a match names the mistake and, once per step, its hint;
 5. otherwise the step's ``diagnose`` says which property fails.
 
+A question (a step whose ``question`` is set, :mod:`autograder.grader.questions`) has one case that reads
+the learner's answer variable: its value is read with the question's format and compared with the
+question's answer here; a known wrong answer is named with the misconception it shows.
+
 An exception is never evidence of correctness: only a ``raises`` case is
 answered by an exception. The step's score is its points times the weight of
 the cases passed over the weight of all its cases (:attr:`Case.weight`).
@@ -44,6 +48,7 @@ from attention_lab.core.calls import FunctionTimedOut, call_learner
 from attention_lab.core.probe import call_digest
 from autograder.grader.answers import REPO, answer_namespace
 from attention_lab.core.compare import CheckFailed, describe, expect_array
+from attention_lab.core.questions import AnswerFormatError
 from autograder.grader.spec import Assignment, Case, Step, Variant
 
 CALL_SECONDS = 3.0  # per hidden call in the kernel; correct code takes milliseconds on the hidden inputs
@@ -286,7 +291,8 @@ class Grader:
         last = {}
         for position, step in enumerate(self.assignment.steps):
             for case in self.cases[step.grade_id]:
-                last[case.function] = position
+                if not case.reads:  # a question's answer variable is not a function to stand in for
+                    last[case.function] = position
         return {step.grade_id: tuple(name for name, at in last.items() if at < position)
                 for position, step in enumerate(self.assignment.steps)}
 
@@ -306,6 +312,10 @@ class Grader:
         cases = []
         for index in chosen:
             case = self.cases[grade_id][index]
+            if case.reads:
+                cases.append({"function": case.function, "reads": True, "args": [], "kwargs": {},
+                              "seconds": CALL_SECONDS, **({} if indices is None else {"index": index})})
+                continue
             cases.append({"function": case.function, "args": [wire.encode(a) for a in case.args],
                           "kwargs": {key: wire.encode(value) for key, value in case.kwargs.items()},
                           "seconds": CALL_SECONDS, **({} if indices is None else {"index": index})})
@@ -317,6 +327,9 @@ class Grader:
     # what the right answer and the known wrong answers give
     def expected(self, grade_id: str, index: int):
         key = (grade_id, index)
+        question = self.assignment.step(grade_id).question
+        if question is not None:
+            return question.answer
         if key not in self._expected:
             case = self.cases[grade_id][index]
             self._expected[key] = _quiet_call(self.assignment.reference[case.function], case.args, case.kwargs)
@@ -380,6 +393,9 @@ class Grader:
     def passes(self, grade_id: str, index: int, record: Any) -> bool:
         """Whether the kernel's record of one case is right as it stands (no second pass needed)."""
         case = self.cases[grade_id][index]
+        question = self.assignment.step(grade_id).question
+        if question is not None:
+            return _grade_answer(question, case, record).ok
         try:
             _check(case, _learner_value(case, record), self.expected(grade_id, index), record, self._parameters(case))
         except (CheckFailed, _Unreadable):
@@ -452,7 +468,7 @@ class Grader:
         else:
             lines = [f"  {'✓' if v.ok else '✗'} {case.description}" + (" (not scored)" if case.weight == 0 else "")
                      + (f": {v.message}" if v.message else "") for case, v in zip(cases, verdicts)]
-        for key in named:
+        for key in named if step.question is None else ():  # a question's feedback is on its line already
             variant = self.assignment.mistakes[key]
             lines.append(f"  This looks like a known mistake: {variant.description}.\n    Hint: {variant.hint}")
         stood_in = sorted(set().union(*(v.stood_in for v in verdicts)))
@@ -463,6 +479,11 @@ class Grader:
 
     def _grade_case(self, step: Step, index: int, case: Case, record: Any, identified: dict[str, str],
                     second: dict | None) -> _Verdict:
+        if step.question is not None:
+            verdict = _grade_answer(step.question, case, record)
+            if verdict.mistake is not None:
+                verdict.mistake = (verdict.mistake[0], self.assignment.mistakes[verdict.mistake[0]])
+            return verdict
         expected = self.expected(step.grade_id, index)
         parameters = self._parameters(case)
         try:
@@ -534,6 +555,30 @@ class Grader:
     def _mistakes_of(self, step: Step) -> list[tuple[str, Variant]]:
         """The known mistakes charged in this step (other functions' mistakes never excuse a result here)."""
         return [(key, variant) for key, variant in self.assignment.mistakes.items() if step.grade_id in variant.breaks]
+
+
+def _grade_answer(question, case: Case, record: Any) -> _Verdict:
+    """The verdict on a question's answer (the kernel's record of its variable); a named wrong answer's mistake
+    is ``(key, None)`` here, the caller puts in the bank's variant."""
+    try:
+        got = _learner_value(case, record)
+    except _Unreadable as failure:
+        missing = isinstance(record, dict) and record.get("status") == "missing"
+        return _Verdict(False, f"{UNANSWERED} ({failure})" if missing else str(failure),
+                        unanswered="missing" if missing else None)
+    if isinstance(got, Raised):
+        return _Verdict(False, f"the answer could not be read ({got.type})")
+    if isinstance(got, wire.Unsupported):
+        return _Verdict(False, f"the answer should be {question.format.describe()}, but it is {got.what}")
+    try:
+        answer = question.format.read(got)
+    except AnswerFormatError as error:
+        return _Verdict(False, str(error))
+    if question.is_right(answer):
+        return _Verdict(True)
+    key, why = question.feedback(answer)
+    message = f"your answer {question.format.show(answer)} is not right" + (f": {why}" if why else "")
+    return _Verdict(False, message, None if key is None else (key, None))
 
 
 def _differs_in_kind(mine, reference) -> bool:

@@ -88,6 +88,9 @@ class Case:
         When True, the case fails if the call emits any Python warning
         (e.g. NumPy's ``RuntimeWarning: invalid value``), for specs that
         require a clean result ("no NaN and no warning").
+    reads : bool
+        When True, the case calls nothing: it reads the notebook's variable named ``function`` (a
+        question's answer, :mod:`autograder.grader.questions`); ``args`` and ``kwargs`` are empty.
     weight : float
         The case's share of the step's points: a step scores
         ``points × (weight of the cases passed) / (weight of all its cases)``.
@@ -107,6 +110,7 @@ class Case:
     exact_dtype: bool = False
     no_warnings: bool = False
     weight: float = 1.0
+    reads: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,12 +135,16 @@ class Step:
         properties that fail ("rows don't sum to 1") for a wrong result that
         matches no known mistake. ``result`` is what the learner returned
         (already decoded), ``expected`` the reference's.
+    question : Question, optional
+        For a question that checks understanding (grade_id ``question_*``): its answer and the feedback of
+        its wrong answers (:class:`autograder.grader.questions.Question`, which makes the step).
     """
 
     grade_id: str
     title: str
     cases: Callable[..., Sequence[Case]]
     diagnose: Callable[[Case, Any, Any], list[str]] | None = None
+    question: Any = None
 
 
 @dataclass(frozen=True)
@@ -173,6 +181,17 @@ class Assignment:
     mistakes: Mapping[str, Variant]
     worked_cases: tuple[Case, ...] = ()
     example_students: Mapping[str, Variant] = field(default_factory=dict)
+
+    @property
+    def questions(self) -> tuple:
+        """The questions that check understanding, in notebook order (:mod:`autograder.grader.questions`)."""
+        return tuple(step.question for step in self.steps if step.question is not None)
+
+    @property
+    def function_mistakes(self) -> dict[str, Variant]:
+        """The known mistakes of the steps that grade functions: :attr:`mistakes` without the questions' wrong answers."""
+        asked = {question.grade_id for question in self.questions}
+        return {key: variant for key, variant in self.mistakes.items() if not variant.breaks & asked}
 
     def step(self, grade_id: str) -> Step:
         """The step of the autograder cell ``grade_id``.

@@ -150,6 +150,8 @@ def ship(course_dir: Path, assignment: str, student: str, gradebook: dict, known
     # the source loaded with the gradebook (kept by load_into_gradebook), not source/ on disk, which the instructor
     # may be editing during the run
     source = graded_source(course_dir) / "source" / assignment
+    if not source.is_dir():  # a course graded before grading kept its source: source/ (as student_job does)
+        source = course_dir / "source" / assignment
     notebooks = sorted(p.name for p in source.glob("*.ipynb"))
     problem = submission_problem(folder, notebooks, SubmissionLimits(config=config))
     if problem:

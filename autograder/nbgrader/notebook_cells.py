@@ -39,11 +39,14 @@ def nbgrader_meta(cell) -> dict:
 
 
 def solution_cells(nb) -> dict[str, str]:
-    """``grade_id`` → source of each solution cell, with the solution delimiters removed."""
+    """``grade_id`` → source of each code solution cell, with the solution delimiters removed.
+
+    A markdown solution cell (a written answer, graded by hand) is text, not code: it is not listed.
+    """
     return {
         nbgrader_meta(cell)["grade_id"]: _SOLUTION_BLOCK.sub(r"\1", cell["source"])
         for cell in nb["cells"]
-        if nbgrader_meta(cell).get("solution")
+        if nbgrader_meta(cell).get("solution") and cell["cell_type"] == "code"
     }
 
 

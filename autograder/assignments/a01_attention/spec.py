@@ -12,6 +12,8 @@ import numpy as np
 
 from autograder.assignments.a01_attention import reference
 from autograder.grader.diagnosis import scale_ratio
+from autograder.grader.bank import HIDDEN_INPUTS_ONLY
+from autograder.grader.questions import Members, Number, Questions
 from autograder.grader.spec import Assignment, Case, Steps, Variant, combined, functions
 from autograder.assignments.a01_attention.bank import CORRECT, MISTAKES
 
@@ -225,14 +227,35 @@ def _worked_cases():
     )
 
 
+# ---- questions that check understanding (autograder/grader/questions.py; README, "Adding a question") ------
+
+QUESTIONS = Questions()
+QUESTIONS.add("nan_rows", "NaN rows", Members(4), {0, 2}, wrong={
+    frozenset(): "max subtraction does not rescue a row whose keys are all blocked: its largest score is −inf, and "
+                 "−inf − (−inf) is NaN.",
+    frozenset({0, 1, 2}): "a row with a single allowed key is fine: that key gets weight 1 (a one-hot row), not NaN.",
+    frozenset({1}): "a row with one allowed key gets weight 1 on it; it is the rows with no allowed key at all that "
+                    "divide 0 by 0.",
+}, also_correct=("[2, 0]", "(0.0, 2)"))
+QUESTIONS.add("entropy_ceiling", "entropy ceiling", Number(0.01), 2.0794, wrong={
+    1.9459: "row i of a causal mask sees keys 0 … i: that is i + 1 keys, the diagonal included.",
+    3.0: "that is log₂ 8, in bits: entropy in this course is in nats (the natural logarithm).",
+    0.0: "0 nats is the smallest entropy (a one-hot row), not the largest.",
+}, also_correct=("2.08", "2.079"))
+HIDDEN_INPUTS_ONLY.update(QUESTIONS.hidden_inputs_only(NAME))
+
+
 ASSIGNMENT = Assignment(
-    name=NAME, notebook="scaled_dot_product_attention.ipynb", steps=tuple(STEPS), correct=CORRECT, mistakes=MISTAKES,
+    name=NAME, notebook="scaled_dot_product_attention.ipynb", steps=(*STEPS, *QUESTIONS.steps),
+    correct={**CORRECT, **QUESTIONS.correct}, mistakes={**MISTAKES, **QUESTIONS.mistakes},
     reference=functions(reference, "softmax attention_scores causal_mask scaled_dot_product_attention "
                                    "causal_self_attention attention_entropy"),
     worked_cases=_worked_cases(),
     example_students={
-        "cai-einsum-and-1e9": combined("correct, written differently: einsum, −1e9, ~triu",
-                                       CORRECT["einsum"], CORRECT["large_negative_fill"]),
+        "cai-einsum-and-1e9": combined("correct, written differently: einsum, −1e9, ~triu; the questions' answers "
+                                       "as [2, 0] and 2.08", CORRECT["einsum"], CORRECT["large_negative_fill"],
+                                       QUESTIONS.correct["question_nan_rows_written_1"],
+                                       QUESTIONS.correct["question_entropy_ceiling_written_1"]),
         "dan-mask-flipped": MISTAKES["mask_flipped"],
         "eva-diagonal-blocked": MISTAKES["diagonal_blocked"],
         "fei-softmax-wrong-axis": MISTAKES["softmax_wrong_axis"],
@@ -242,9 +265,11 @@ ASSIGNMENT = Assignment(
         "jon-no-max-subtraction": MISTAKES["softmax_no_max_subtraction"],
         "kay-mask-after-softmax": MISTAKES["mask_after_softmax"],
         # earlier functions wrong in ways the bank has no name for: only their own step loses points
-        "lea-softmax-unfinished": Variant("softmax left as the release's stub; everything else correct",
-                                          {"softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()\n"},
-                                          frozenset({"test_softmax"})),
+        "lea-softmax-unfinished": Variant("softmax left as the release's stub; the entropy ceiling in bits (3); "
+                                          "everything else correct",
+                                          {"softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()\n",
+                                           **QUESTIONS.mistakes["question_entropy_ceiling_3p0"].cells},
+                                          frozenset({"test_softmax", "question_entropy_ceiling"})),
         "max-mask-as-floats": Variant("causal_mask returns 0.0/1.0 floats and attention an extra leading axis", {
             "causal_mask": "def causal_mask(T):\n    return np.tril(np.ones((T, T)))\n",
             "scaled_dot_product_attention": '''

@@ -15,6 +15,8 @@ import numpy as np
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a03_positional import reference as positional
 from autograder.grader.diagnosis import scale_ratio
+from autograder.grader.bank import HIDDEN_INPUTS_ONLY
+from autograder.grader.questions import Choice, Number, Questions
 from autograder.grader.spec import Assignment, Case, Steps, functions
 from autograder.assignments.a03_positional.bank import CORRECT, MISTAKES
 
@@ -312,8 +314,27 @@ def _worked_cases():
     )
 
 
+# ---- questions that check understanding (autograder/grader/questions.py; README, "Adding a question") ------
+
+QUESTIONS = Questions()
+QUESTIONS.add("permuted_tokens", "permuted tokens", Choice("abcd"), "b", wrong={
+    "a": "the output rows move with their tokens: the same rows come out, but in the permuted order, so the array "
+         "changes (unless the permutation is the identity).",
+    "c": "without positions, attention compares token contents only: moving a token moves its output row with it "
+         "and changes nothing else.",
+    "d": "every output becomes the mean of the values only when all scores are equal, which a permutation does not cause.",
+}, also_correct=('"B"', '"b "'))
+QUESTIONS.add("pe_self_dot", "PE(t)·PE(t)", Number(0.01), 8, wrong={
+    16: "each (sin, cos) pair of columns adds sin² + cos² = 1, and there are d_model / 2 pairs, not d_model.",
+    1: "the encodings are not unit vectors: every (sin, cos) pair of columns adds 1 to the squared length.",
+    0: "PE(t)·PE(t) is a squared length, and every (sin, cos) pair adds sin² + cos² = 1 to it, whatever t.",
+}, also_correct=("8.0", "8.004"))
+HIDDEN_INPUTS_ONLY.update(QUESTIONS.hidden_inputs_only(NAME))
+
+
 ASSIGNMENT = Assignment(
-    name=NAME, notebook="positional_encoding.ipynb", steps=tuple(STEPS), correct=CORRECT, mistakes=MISTAKES,
+    name=NAME, notebook="positional_encoding.ipynb", steps=(*STEPS, *QUESTIONS.steps),
+    correct={**CORRECT, **QUESTIONS.correct}, mistakes={**MISTAKES, **QUESTIONS.mistakes},
     reference={**functions(positional, "sinusoidal_positional_encoding dot_product_by_offset offset_rotation"),
                **functions(reference, "softmax scaled_dot_product_attention"),
                **functions(positional, "self_attention add_positions permutation_gap")},

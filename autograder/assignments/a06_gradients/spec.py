@@ -18,9 +18,11 @@ from __future__ import annotations
 import numpy as np
 
 from attention_lab.core.losses import CubicLoss
-from autograder.assignments.a06_gradients import bank
+from autograder.assignments.a06_gradients import bank, diagnoses
 from autograder.assignments.a06_gradients import reference as ref
 from autograder.grader.draft_rewrites import apply_edit
+from autograder.grader.bank import HIDDEN_INPUTS_ONLY
+from autograder.grader.questions import Choice, Number, Questions
 from autograder.grader.spec import Assignment, Case, Step, Variant
 
 NAME = "06_gradients"
@@ -79,8 +81,14 @@ def _cases(make):
     return cases
 
 
+#: each step's diagnosis of a wrong result that matches no known mistake (diagnoses.py)
+DIAGNOSES = {"softmax_jacobian": diagnoses.jacobian, "softmax_backward": diagnoses.backward,
+             "attention_backward": diagnoses.attention, "numerical_gradient": diagnoses.numerical,
+             "relative_error": diagnoses.relative}
+
+
 def _step(function: str) -> Step:
-    return Step(f"test_{function}", function.replace("_", " "), _cases(bank.STEPS[function].cases))
+    return Step(f"test_{function}", function.replace("_", " "), _cases(bank.STEPS[function].cases), DIAGNOSES[function])
 
 
 CORRECT = {name: Variant(rewrite.description, _with_given(dict(rewrite.cells)))
@@ -132,6 +140,23 @@ def _worked_cases():
     )
 
 
+# ---- questions that check understanding (autograder/grader/questions.py; README, "Adding a question") ------
+
+QUESTIONS = Questions()
+QUESTIONS.add("divide_by_d", "÷d_k as d_head grows", Choice("abcd"), "a", wrong={
+    "b": "that is ÷1: unscaled scores grow like √d_k and the rows saturate; ÷d_k makes the scores shrink instead.",
+    "c": "that is ÷√d_k, which keeps the variance of the scores at 1 whatever d_head is; ÷d_k makes it 1/d_k.",
+    "d": "the gain of a softmax Jacobian diag(p) − ppᵀ never exceeds 1/2, whatever the scores.",
+}, also_correct=('"A"', '"a\\n"'))
+QUESTIONS.add("uniform_gain", "gain of a uniform row", Number(0.005), 0.25, wrong={
+    0.0: "the Jacobian of a uniform row is not zero: only a change that raises every score equally (the all-ones "
+         "direction) passes nothing.",
+    0.1875: "1/n − 1/n² is a diagonal entry of the Jacobian; its gain ‖J‖₂ is its largest singular value.",
+    1.0: "a softmax Jacobian diag(p) − ppᵀ never has a gain above 1/2.",
+}, also_correct=("0.250", "2.5e-1"))
+HIDDEN_INPUTS_ONLY.update(QUESTIONS.hidden_inputs_only(NAME))
+
+
 ASSIGNMENT = Assignment(
     name=NAME,
     notebook="gradients.ipynb",
@@ -142,9 +167,9 @@ ASSIGNMENT = Assignment(
         "numerical_gradient": ref.numerical_gradient,
         "relative_error": ref.relative_error,
     },
-    steps=tuple(_step(function) for function in bank.STEPS),
-    correct=CORRECT,
-    mistakes=MISTAKES,
+    steps=(*(_step(function) for function in bank.STEPS), *QUESTIONS.steps),
+    correct={**CORRECT, **QUESTIONS.correct},
+    mistakes={**MISTAKES, **QUESTIONS.mistakes},
     worked_cases=_worked_cases(),
     example_students={
         "cyd-outer-product-added": MISTAKES["jacobian_outer_plus"],
