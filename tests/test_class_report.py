@@ -30,6 +30,8 @@ ASSIGNMENT = SPEC.name
 NOTEBOOK = SPEC.notebook.removesuffix(".ipynb")
 STEPS = [step.grade_id for step in SPEC.steps]
 POINTS = 2.0
+#: bob loses 2 - 3/7 on softmax and 2 on the mask: every other step (questions included) full
+BOB_TOTAL = grading.score_text(len(STEPS) * POINTS - (POINTS - 3 / 7) - POINTS)
 #: hostile payloads from the bank, as a student id, a note (an error message) and a failure reason
 SCRIPT_ID = "<script>" + hostile_payloads.script("report-id") + "</script>"
 IMG_NOTE = f"<img src=x onerror=\"{hostile_payloads.script('report-note')}\">"
@@ -158,7 +160,7 @@ def test_csv_holds_the_same_numbers(course, tmp_path):
     assert mistakes["mask_flipped"]["hint"] == SPEC.mistakes["mask_flipped"].hint
     students = {r["student"]: r for r in csv.DictReader(open(students_csv))}
     assert students["cyd"]["mask"] == "1.5" and students["cyd"]["mask (autograder)"] == "0"
-    assert students["bob"]["softmax"] == "0.43" and students["bob"]["total"] == "10.43"
+    assert students["bob"]["softmax"] == "0.43" and students["bob"]["total"] == BOB_TOTAL
     assert students["'" + FORMULA_ID]["graded"] == "no"  # a formula-looking id is text in a spreadsheet
     assert "0.428" not in students_csv.read_text()
 
@@ -169,7 +171,7 @@ def test_make_grade_table_marks_a_manual_score_and_shows_two_decimals(course):
     cyd = next(line for line in table.splitlines() if line.startswith("cyd"))
     assert "1.5/2 (manual)" in cyd and "manual score in Formgrader: mask (autograder 0)" in cyd
     bob = next(line for line in table.splitlines() if line.startswith("bob"))
-    assert "0.43/2" in bob and "10.43/14" in bob and "(manual)" not in bob and "0.428" not in table
+    assert "0.43/2" in bob and f"{BOB_TOTAL}/{len(STEPS) * POINTS:g}" in bob and "(manual)" not in bob and "0.428" not in table
 
 
 def test_score_text_rounds_to_two_decimals():
