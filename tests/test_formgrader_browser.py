@@ -24,6 +24,7 @@ from nbconvert.exporters import HTMLExporter
 from nbgrader.api import Gradebook
 from traitlets.config import Config
 
+from autograder.examples.hostile import FULL  # assignment 1's points, its questions included
 from autograder.course import COURSE_ID
 from autograder.nbgrader import grading
 from autograder.examples import hostile_payloads as payloads
@@ -90,7 +91,7 @@ def graded_course(tmp_path_factory, beacon):
         nbformat.write(submission, str(folder / NOTEBOOK))
     steps, rows = grading.grade_class(course, ASSIGNMENT, [STUDENT, payloads_student_id(beacon.url)])
     by_student = {row.student: row for row in rows}
-    assert by_student[STUDENT].total == 10, by_student[STUDENT].note
+    assert by_student[STUDENT].total == FULL, by_student[STUDENT].note
     refused = by_student[payloads_student_id(beacon.url)]
     assert refused.steps is None and "is not a safe identifier" in refused.note and "moved to refused/" in refused.note
     assert not (course / "submitted" / payloads_student_id(beacon.url)).exists()  # out of Formgrader's lists

@@ -11,6 +11,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder.examples.hostile import FULL  # assignment 1's points, its questions included
 from autograder.course import COURSE_ID
 from autograder.nbgrader import grading
 from autograder.examples import hostile_payloads as payloads
@@ -89,10 +90,10 @@ def test_listed_edits_and_a_copied_answer_cell_are_graded_as_their_honest_part(c
     pasted.id = f"{pasted.id}-pasted"
     nb.cells.insert(index + 1, pasted)
     row = graded(course, "listed-edits", payloads.metadata_json(nb))
-    assert row.total == honest_total(cells) < 10
+    assert row.total == honest_total(cells) < FULL
     assert "metadata edited: " in row.note and "copied cell softmax: the copy ran as a plain cell" in row.note
     assert "see grading.log" not in row.note
-    assert sum(m for _, m in row.steps.values()) == 10  # the fake 100-point cell added nothing
+    assert sum(m for _, m in row.steps.values()) == FULL  # the fake 100-point cell added nothing
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -105,5 +106,5 @@ def test_random_metadata_edits_of_every_kind_of_cell_still_grade_the_honest_part
     assert kinds == {"solution", "test", "locked", "plain"} and len(done) > 10
     row = graded(course, f"random-{seed}", payloads.metadata_json(nb))
     assert row.total == honest_total(cells), (done, row.note)
-    assert sum(m for _, m in row.steps.values()) == 10
+    assert sum(m for _, m in row.steps.values()) == FULL
     assert "metadata edited: " in row.note or "restored from the gradebook" in row.note

@@ -20,6 +20,7 @@ from unittest import mock
 import nbformat
 import pytest
 
+from autograder.examples.hostile import FULL  # assignment 1's points, its questions included
 from autograder import assignments
 from autograder.examples import example_class
 from autograder.nbgrader import dask_executor, fingerprints, gradebook_copy, grading
@@ -138,7 +139,7 @@ def test_a_course_outside_the_checkout_is_graded_from_its_own_directory_and_fail
     done = grade_here(copied_course, "--workers", "2")
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith(("amy ", "bo ", "eve-"))}
-    assert "10/10" in rows["amy"] and "10/10" in rows["bo"]
+    assert f"{FULL:g}/{FULL:g}" in rows["amy"] and f"{FULL:g}/{FULL:g}" in rows["bo"]
     listed = done.stdout.split("not graded (1):\n", 1)[1].splitlines()[0]
     assert listed.startswith("  eve-empty: ") and "empty file" in listed
     assert (copied_course / "feedback" / "amy" / ASSIGNMENT).is_dir()
@@ -155,7 +156,7 @@ def test_an_unchanged_class_is_not_graded_again_unless_forced(copied_course):
     assert forced.returncode == 0, forced.stderr[-3000:]
     assert "unchanged" not in forced.stdout
     assert sorted(log_sections(copied_course)[-1]) == ["amy", "bo", "eve-empty"]
-    assert [line for line in forced.stdout.splitlines() if line.startswith("amy ")][0].count("10/10") == 1
+    assert [line for line in forced.stdout.splitlines() if line.startswith("amy ")][0].count(f"{FULL:g}/{FULL:g}") == 1
 
 
 def test_a_kernel_that_cannot_import_attention_lab_stops_the_run_before_the_first_student(tmp_path):

@@ -210,8 +210,12 @@ def test_released_question_cells_and_checks_carry_no_answer_and_no_rubric(name):
         assert check == (f"from attention_lab.core.questions import {type(q.format).__name__}, check_format\n\n"
                          f'check_format(globals(), "{q.variable}", {q.format!r})'), "a format, never an answer"
         visible = cell(release, q.grade_id)["source"]
+        # the format check again (an unanswered question fails its test cell too: nbgrader validate --invert)
         assert re.fullmatch(rf"# Autograder tests for question \d \(1 point\): the grader compares {q.variable} with "
-                            r"the answer, outside this notebook\.", visible), visible
+                            r"the answer, outside this notebook\.\n"
+                            r"# the format again, so that an unanswered question fails here too \(nbgrader validate "
+                            r"--invert\)\n" + re.escape(f'check_format(globals(), "{q.variable}", {q.format!r})'),
+                            visible), visible
     (written,) = [c for c in release["cells"] if nbgrader_meta(c).get("grade_id", "").startswith("written_")]
     assert written["source"] == "YOUR ANSWER HERE"
     everything = "\n".join(c["source"] for c in release["cells"])

@@ -25,6 +25,7 @@ import nbgrader
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder.examples.hostile import FULL  # assignment 1's points, its questions included
 from autograder import assignments
 from autograder.course import COURSE_ID
 from autograder.nbgrader import check_button, feedback_html, grading, self_check
@@ -350,7 +351,7 @@ def test_a_sandboxed_check_prints_the_table_with_the_mistake_and_the_feedback(ch
     assert re.search(r"^  mask\s+0/1\s+causal mask flipped: upper triangle \(queries see the future\)$", out, re.M)
     for step in ("softmax", "scores", "scaling", "attention", "self_attn", "entropy"):
         assert re.search(rf"^  {step}\s+(\d+)/\1$", out, re.M), step  # full points, nothing named
-    assert re.search(r"^  total\s+9/10$", out, re.M)
+    assert re.search(rf"^  total\s+{FULL - 1:g}/{FULL:g}$", out, re.M)
     feedback = f"workspace/feedback/{ASSIGNMENT}/scaled_dot_product_attention.html"
     assert f"  feedback: {feedback}" in out and (course / feedback).is_file()
     assert "outside the grading sandbox" not in out + first.stderr
@@ -376,7 +377,7 @@ def test_without_bubblewrap_the_check_says_so_once_and_grades_the_fix(checked):
     assert fixed.returncode == 0, fixed.stderr[-3000:]
     assert fixed.stdout.count("outside the grading sandbox") == 1
     assert "'no-such-bwrap' was not found on PATH" in fixed.stdout
-    assert re.search(r"^  mask\s+1/1$", fixed.stdout, re.M) and re.search(r"^  total\s+10/10$", fixed.stdout, re.M)
+    assert re.search(r"^  mask\s+1/1$", fixed.stdout, re.M) and re.search(rf"^  total\s+{FULL:g}/{FULL:g}$", fixed.stdout, re.M)
     assert "(checked now)" in fixed.stdout
     assert "mistake" not in fixed.stdout.split("mistake found", 1)[1]
 
@@ -417,7 +418,7 @@ def test_the_button_in_jupyterlab_links_to_feedback_with_mathml_that_wraps(check
         link = page.locator(".jp-OutputArea-output a", has_text=f"feedback on {ASSIGNMENT}")
         expect(link).to_be_visible(timeout=300_000)
         table = page.locator("pre.attention-lab-check").inner_text()
-        assert "(unchanged since its last check)" in table and re.search(r"total\s+10/10", table)
+        assert "(unchanged since its last check)" in table and re.search(rf"total\s+{FULL:g}/{FULL:g}", table)
         assert table.count("outside the grading sandbox") == 1
         link.click()
         viewer = page.locator(".jp-HTMLViewer iframe")

@@ -12,6 +12,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook, MissingEntry
 
+from autograder.examples.hostile import FULL  # assignment 1's points, its questions included
 from autograder.course import COURSE_ID
 from autograder.nbgrader import grading
 from autograder.examples import hostile_payloads as payloads
@@ -81,7 +82,7 @@ def test_file_size_just_over_is_refused_and_just_under_is_graded(course, honest)
         f"limit {size / 1024:.1f} KiB (SubmissionLimits.max_notebook_bytes)")
     assert left_nothing(course, "size-over")
     assert run_student(course, ASSIGNMENT, "size-under").graded
-    assert total(course, "size-under") == 10
+    assert total(course, "size-under") == FULL
 
 
 def test_cells_just_over_are_refused_and_just_under_graded(course, honest):
@@ -93,7 +94,7 @@ def test_cells_just_over_are_refused_and_just_under_graded(course, honest):
     assert not over.graded and over.reason == (f"{NOTEBOOK} is over the cell limit: {limit + 1} cells, limit {limit} "
                                                "(SubmissionLimits.max_cells)")
     assert left_nothing(course, "cells-over")
-    assert run_student(course, ASSIGNMENT, "cells-under").graded and total(course, "cells-under") == 10
+    assert run_student(course, ASSIGNMENT, "cells-under").graded and total(course, "cells-under") == FULL
 
 
 def test_outputs_just_over_are_refused_and_just_under_graded(course, honest):
@@ -103,7 +104,7 @@ def test_outputs_just_over_are_refused_and_just_under_graded(course, honest):
     over = run_student(course, ASSIGNMENT, "outputs-over")
     assert not over.graded and "over the output limit: 51 outputs, limit 50 (SubmissionLimits.max_outputs)" in over.reason
     assert left_nothing(course, "outputs-over")
-    assert run_student(course, ASSIGNMENT, "outputs-under").graded and total(course, "outputs-under") == 10
+    assert run_student(course, ASSIGNMENT, "outputs-under").graded and total(course, "outputs-under") == FULL
 
 
 def test_the_300000_cell_notebook_is_refused_before_it_is_read(course, honest, monkeypatch):
@@ -135,7 +136,7 @@ def test_the_wall_clock_budget_kills_the_job_leaves_no_rows_and_the_next_student
         with pytest.raises(MissingEntry):
             gradebook.find_student("slow")
     configure(course, StudentBudget__wall_clock_seconds=300)  # an honest grade on a loaded machine is never cut short
-    assert run_student(course, ASSIGNMENT, "after-slow").graded and total(course, "after-slow") == 10
+    assert run_student(course, ASSIGNMENT, "after-slow").graded and total(course, "after-slow") == FULL
 
 
 def test_the_memory_budget_stops_a_job_that_needs_more_and_grades_one_that_fits(course, honest):
@@ -152,7 +153,7 @@ def test_the_memory_budget_stops_a_job_that_needs_more_and_grades_one_that_fits(
          "(StudentBudget.memory_bytes)")), starved.reason
     assert left_nothing(course, "memory")
     configure(course, StudentBudget__memory_bytes=3 * 2**30, SandboxedKernelManager__memory_limit=2**30)
-    assert run_student(course, ASSIGNMENT, "memory").graded and total(course, "memory") == 10
+    assert run_student(course, ASSIGNMENT, "memory").graded and total(course, "memory") == FULL
 
 
 def test_an_unsafe_student_id_is_refused_before_grading(course, honest):

@@ -359,7 +359,7 @@ def figure_html(figure: Figure, description: str) -> str:
     alt = "Figure: " + ("; ".join(titles) if titles else "see the caption below")
     caption_id = f"figure-caption-{uuid.uuid4().hex}"
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return (f'<figure style="margin: 0"><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}" '
+    return (f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}" '
             f'aria-describedby="{caption_id}"><figcaption id="{caption_id}"><em>Figure.</em> '
             f"{html.escape(description)}</figcaption></figure>")
 

@@ -61,7 +61,8 @@ MATHML_ATTRIBUTES = {"mathvariant", "display", "displaystyle", "scriptlevel", "f
 TAGS = (set(nh3.ALLOWED_TAGS) - {"area", "map"}) | {"input"} | MATHML_TAGS
 ATTRIBUTES = {
     **{tag: set(attrs) for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items() if tag in TAGS},
-    "*": {"class", "id", "title", "style", "align", "colspan", "rowspan"},
+    # aria-describedby names the id of an element that describes this one (a figure's caption): inert
+    "*": {"class", "id", "title", "style", "align", "colspan", "rowspan", "aria-describedby"},
     "input": {"type", "checked", "disabled"},
     **{tag: set(MATHML_ATTRIBUTES) for tag in MATHML_TAGS},
 }
