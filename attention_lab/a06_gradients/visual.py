@@ -115,6 +115,9 @@ class GradientFigure(ExplorerFigure):
             self.legends[2].get_texts()[-1].set_text(f"ceiling ln T = {curves.ceiling:.2f}")
         for legend in self.legends:
             legend.set_visible(curves is not None)
+        if curves is None:  # nothing to scale to; a log axis still needs positive limits to draw its ticks
+            self.gradient_ax.set_ylim(1e-3, 1.0)
+            return
         for ax in (self.gain_ax, self.gradient_ax, self.entropy_ax):
             ax.relim(visible_only=True)
             ax.autoscale_view(scalex=False)
