@@ -489,9 +489,7 @@ class Grader:
         try:
             got = _learner_value(case, record)
         except _Unreadable as failure:
-            missing = isinstance(record, dict) and record.get("status") == "missing"
-            return _Verdict(False, f"{UNANSWERED} ({failure})" if missing else str(failure),
-                            unanswered="missing" if missing else None)
+            return _unreadable(record, failure)
         try:
             _check(case, got, expected, record, parameters)
             return _Verdict(True)
@@ -557,15 +555,20 @@ class Grader:
         return [(key, variant) for key, variant in self.assignment.mistakes.items() if step.grade_id in variant.breaks]
 
 
+def _unreadable(record: Any, failure: Exception) -> "_Verdict":
+    """The verdict on a value the kernel's record does not hold: unanswered (the name is missing) or unreadable."""
+    missing = isinstance(record, dict) and record.get("status") == "missing"
+    return _Verdict(False, f"{UNANSWERED} ({failure})" if missing else str(failure),
+                    unanswered="missing" if missing else None)
+
+
 def _grade_answer(question, case: Case, record: Any) -> _Verdict:
     """The verdict on a question's answer (the kernel's record of its variable); a named wrong answer's mistake
     is ``(key, None)`` here, the caller puts in the bank's variant."""
     try:
         got = _learner_value(case, record)
     except _Unreadable as failure:
-        missing = isinstance(record, dict) and record.get("status") == "missing"
-        return _Verdict(False, f"{UNANSWERED} ({failure})" if missing else str(failure),
-                        unanswered="missing" if missing else None)
+        return _unreadable(record, failure)
     if isinstance(got, Raised):
         return _Verdict(False, f"the answer could not be read ({got.type})")
     if isinstance(got, wire.Unsupported):
