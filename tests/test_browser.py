@@ -141,8 +141,10 @@ def test_run_all_on_a_notebook_with_a_mistake_shows_every_verdict_and_draws_the_
     panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     dom_cells = panel.locator(".jp-Cell.jp-CodeCell")
     expect(dom_cells).to_have_count(len(code))
-    explorer_image = dom_cells.nth(len(code) - 1).locator("img.widget-image")
-    expect(explorer_image).to_be_visible(timeout=120_000)  # the last cell ran: the explorer is drawn
+    # the explorer's cell (the questions come after it): drawn once Run All reaches it
+    (explorer,) = [i for i, c in enumerate(code) if ".visual import" in c.source]
+    explorer_image = dom_cells.nth(explorer).locator("img.widget-image")
+    expect(explorer_image).to_be_visible(timeout=120_000)
     page.wait_for_function(f"el => ({HASH_JS})(el) !== -1", arg=explorer_image.element_handle())
     for index, cell in enumerate(code):
         prompt = dom_cells.nth(index).locator(".jp-InputPrompt").first

@@ -92,3 +92,17 @@ def test_generate_assignment_is_skipped_only_for_the_source_the_gradebook_holds(
     assert already_loaded(course, ASSIGNMENT, record, grader)
     (course / "gradebook.db").unlink()  # a new cohort's empty gradebook: load it again
     assert not already_loaded(course, ASSIGNMENT, record, grader)
+
+
+def test_where_the_gradebook_is_and_comments_are_not_part_of_the_grader_s_version(tmp_path):
+    """A Dask worker's job (and a PostgreSQL class) add a db_url line: the same grader must keep the same version,
+    or feedback graded there would name another grader than the local run's; a real setting changes it."""
+    shutil.copy(REPO / "nbgrader_config.py", tmp_path)
+    before = fingerprints.grader_version(tmp_path)
+    with open(tmp_path / "nbgrader_config.py", "a") as config:
+        config.write("\n# added by the worker: this job's private gradebook\n"
+                     "c.CourseDirectory.db_url = 'sqlite:////tmp/job/gradebook.db'\n")
+    assert fingerprints.grader_version(tmp_path) == before
+    with open(tmp_path / "nbgrader_config.py", "a") as config:
+        config.write("c.ExecutePreprocessor.timeout = 5\n")
+    assert fingerprints.grader_version(tmp_path) != before

@@ -36,6 +36,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.examples.hostile import FULL  # assignment 1's points, its questions included
 from autograder import hub
 from autograder.hub.users import run_as
 from browser_support import CHROMIUM, launch
@@ -189,11 +190,13 @@ def sidebar_tabs(page) -> list[str]:
 
 
 def answers() -> dict[int, str]:
-    """Cell index → the source's solution for each solution cell (its BEGIN/END SOLUTION lines dropped)."""
+    """Cell index → the source's solution for each code solution cell (its BEGIN/END SOLUTION lines dropped); the
+    optional written answer (a 0-point Markdown cell, graded by hand) is left unanswered."""
     source = nbformat.read(SOURCE_NB, as_version=4)
     return {i: "\n".join(line for line in cell.source.splitlines() if "### BEGIN SOLUTION" not in line
                          and "### END SOLUTION" not in line)
-            for i, cell in enumerate(source.cells) if cell.metadata.get("nbgrader", {}).get("solution")}
+            for i, cell in enumerate(source.cells)
+            if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code"}
 
 
 def formgrader_action(page, assignment: str, column: str) -> None:
@@ -329,10 +332,10 @@ def test_a_class_on_the_hub_from_release_to_feedback(class_hub, browser, phases)
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id="attention-lab") as gradebook:
         on_time, late = gradebook.find_submission(ASSIGNMENT, a), gradebook.find_submission(ASSIGNMENT, b)
-        assert (on_time.score, on_time.max_score, on_time.total_seconds_late) == (10, 10, 0)
+        assert (on_time.score, on_time.max_score, on_time.total_seconds_late) == (FULL, FULL, 0)
         assert not on_time.late_submission_penalty
-        assert late.score == 10 and late.total_seconds_late > 0
-        assert late.late_submission_penalty == pytest.approx(1.0)  # 10 % of the score for a started day
+        assert late.score == FULL and late.total_seconds_late > 0
+        assert late.late_submission_penalty == pytest.approx(FULL / 10)  # 10 % of the score for a started day
 
     # ---- student A fetches the feedback and reads it ----
     page.locator("#refresh_assignments_list").click()
@@ -341,7 +344,7 @@ def test_a_class_on_the_hub_from_release_to_feedback(class_hub, browser, phases)
     submitted.locator("a", has_text="view feedback").click(timeout=WAIT)
     page.locator(".jp-DirListing-item", has_text=f"{NB_NAME}.html").dblclick(timeout=WAIT)
     feedback = page.frame_locator(".jp-HTMLViewer:not(.lm-mod-hidden) iframe").locator("body")
-    expect(feedback).to_contain_text("Score: 10.0 / 10.0", timeout=WAIT)
+    expect(feedback).to_contain_text(f"Score: {FULL:.1f} / {FULL:.1f}", timeout=WAIT)
     expect(feedback).to_contain_text("softmax")
     page.screenshot(path=str(ARTIFACTS / "student_feedback.png"))
     phases.done("student A fetches and reads feedback (browser)")

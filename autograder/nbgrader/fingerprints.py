@@ -25,6 +25,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 from importlib import metadata
 from pathlib import Path
 
@@ -77,9 +78,24 @@ def grader_version(course_dir: Path) -> str:
             versions.append(f"{package}={metadata.version(package)}")
         except metadata.PackageNotFoundError:
             versions.append(f"{package}=?")
-    text = "|".join([*versions, _code_hash(), tree_hash(Path(course_dir) / "nbgrader_config.py"),
+    text = "|".join([*versions, _code_hash(), _grading_config_hash(Path(course_dir) / "nbgrader_config.py"),
                      tree_hash(Path(course_dir) / "cohort.json")])  # the cohort's seed of the hidden cases
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+#: A line of nbgrader_config.py that says where the gradebook is (a Dask worker's job adds one for its private
+#: copy; a class may keep its gradebook on PostgreSQL): it changes no grade, so it is not part of the grader.
+_GRADEBOOK_LINE = re.compile(r"^\s*c\.CourseDirectory\.db_url\s*=.*$", re.M)
+
+
+def _grading_config_hash(config: Path) -> str:
+    """Hash of the course's ``nbgrader_config.py`` without the lines that only say where the gradebook is, blank
+    lines and comment lines."""
+    if not config.is_file():
+        return "none"
+    lines = [line for line in _GRADEBOOK_LINE.sub("", config.read_text()).splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]  # nor blank lines and comments
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
 def grader_label(course_dir: Path) -> str:
