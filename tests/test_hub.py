@@ -403,10 +403,11 @@ def test_a_class_on_the_hub_from_release_to_feedback(class_hub, browser, phases)
     # ---- grades for the LMS: Canvas and Moodle CSVs with the late penalty applied ----
     canvas = export_csv(ctx, "CanvasExportPlugin", "canvas.csv")
     assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", ASSIGNMENT]
-    assert canvas[1] == ["    Points Possible", "", "", "", "", "10"]
-    assert {row[3]: row[5] for row in canvas[2:]} == {a: "10", b: "9"}
+    full, late_score = format(FULL, "g"), format(round(FULL * 0.9, 2), "g")  # B: 10 % off for a started day
+    assert canvas[1] == ["    Points Possible", "", "", "", "", full]
+    assert {row[3]: row[5] for row in canvas[2:]} == {a: full, b: late_score}
     moodle = export_csv(ctx, "MoodleExportPlugin", "moodle.csv")
     assert moodle[0] == ["First name", "Last name", "Username", "ID number", "Email address", ASSIGNMENT]
-    assert {row[2]: row[5] for row in moodle[1:]} == {a: "10", b: "9"}
+    assert {row[2]: row[5] for row in moodle[1:]} == {a: full, b: late_score}
     assert (course / "canvas.csv").stat().st_mode & 0o077 == 0  # grades are the instructor's only
     phases.done("CSV exports")
