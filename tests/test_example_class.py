@@ -67,3 +67,13 @@ def test_the_committed_report_graded_every_example_student_end_to_end():
     text = report.REPORT.read_text().split("## Example class, end to end", 1)[1]
     count = sum(len(example_class.students_of(a)) for a in assignments.all_assignments().values())
     assert text.count("as the in-process model") == count
+
+
+def test_the_demo_overview_writes_scores_with_at_most_two_decimals():
+    """make demo's class table writes a total as make grade's table does (issue 14: never ``6.4286/9``)."""
+    from autograder.nbgrader.grading import StudentResult
+
+    uma = StudentResult("uma", {"test_a": (3 / 7, 3.0), "test_b": (6.0, 6.0)})
+    results = {"04_masks_and_stability": (["test_a", "test_b"], [uma, StudentResult("ben", None)])}
+    rows = {line.split()[0]: line.split()[1:] for line in example_class.overview(results).splitlines()[2:]}
+    assert rows == {"uma": ["6.43/9"], "ben": ["not", "graded"]}

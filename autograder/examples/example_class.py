@@ -168,7 +168,9 @@ def overview(results: ClassResults) -> str:
             elif found.steps is None:
                 row.append("not graded")
             else:
-                row.append(f"{found.total:g}/{sum(m for _, m in found.steps.values()):g}")
+                # as make grade's table writes scores: at most two decimals (7.75/10, 6.43/9, never 6.4286/9)
+                row.append(f"{grading.score_text(found.total)}/"
+                           f"{grading.score_text(sum(m for _, m in found.steps.values()))}")
         rows.append(row)
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [headers, *rows]]
