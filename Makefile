@@ -38,13 +38,13 @@ $(STAMP): pyproject.toml
 lab: $(STAMP)
 	$(BIN)/python -m attention_lab.lab --ServerApp.port=$(LAB_PORT) $(LAB_ARGS)
 
-## test: the whole test suite, on two pytest-xdist workers (each test file on one worker: module fixtures build once; tests/conftest.py)
+## test: the whole test suite, on two pytest-xdist workers (each test file on one worker: module fixtures build once; the longest modules first: tests/conftest.py)
 test: $(STAMP) sandbox
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 ## test-fast: the in-process tier only (no kernels, nbgrader runs, sandbox, browser or hub), for development
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" -n 2 --dist loadfile
+	$(BIN)/python -m pytest -m "not slow" -n 2 --dist loadfile --no-loadscope-reorder
 
 ## release: regenerate release/ from source/ with nbgrader generate_assignment
 release: $(STAMP)

@@ -66,7 +66,8 @@ def run(marker: str | None) -> Run:
     """Run the suite (or one tier) as `make test` does, with a JUnit report."""
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
-        command = [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadfile", f"--junitxml={junit}",
+        command = [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
+                   f"--junitxml={junit}",
                    "-p", "no:cacheprovider", *(["-m", marker] if marker else [])]
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
         start = time.perf_counter()

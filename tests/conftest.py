@@ -45,12 +45,33 @@ SLOW_MODULES = {
 }
 
 
+#: The modules that cost the most machine time, most first (seconds summed per module on an idle fresh clone:
+#: benchmarks/test_suite.md, "Where the time goes"). ``make test`` passes ``--no-loadscope-reorder`` so that
+#: pytest-xdist hands out modules in collection order, and this order puts these first: each worker then takes
+#: the longest remaining module when it frees up (longest processing time first), and the run does not end with
+#: one worker grading a class while the other idles. xdist's own order (most tests first) left the few-test,
+#: many-second modules such as test_grading for the end. An order gone stale costs balance, never a result.
+LONGEST_FIRST = (
+    "test_grading", "test_parallel_grading", "test_accessibility_browser", "test_hub", "test_sandbox",
+    "test_self_check", "test_notebooks", "test_student_job", "test_binder", "test_stand_ins", "test_browser",
+    "test_formgrader_browser", "test_grader", "test_lite", "test_release", "test_cohorts", "test_metadata_restore",
+    "test_explorer", "test_walkthrough", "test_clean_clone", "test_student_edition_browser",
+)
+
+
+def _module_name(item) -> str:
+    module = getattr(item, "module", None)
+    return module.__name__.rpartition(".")[2] if module else ""
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        module = getattr(item, "module", None)
-        module = module.__name__.rpartition(".")[2] if module else ""
-        if module in SLOW_MODULES:
+        if _module_name(item) in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+    # A stable sort: the listed modules first in LONGEST_FIRST's order, every other module after them in
+    # collection order, and each module's tests in their own order (identical on every xdist worker).
+    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_module_name(item), len(rank)))
 
 
 @pytest.fixture(scope="session")
