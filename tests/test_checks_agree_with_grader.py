@@ -2,7 +2,7 @@
 
 * Every known mistake of the answer bank that loses points in a step makes that step's self-check fail
   (in plain words), except the documented mistakes only hidden inputs can expose
-  (:data:`autograder.grader.bank.HIDDEN_INPUTS_ONLY`).
+  (:func:`autograder.grader.bank.hidden_inputs_only`).
 * The same holds for every rule the grader charges without needing hidden inputs — inputs left unmodified,
   shape, dtype, leading batch dimensions, the ``axis`` argument, no warnings where the spec forbids them —
   each broken on purpose in every function of every assignment it applies to.
@@ -22,12 +22,13 @@ import pytest
 from autograder import assignments
 from autograder.grader.answers import source_solutions
 from autograder.grader.in_process import grade_answers, grader_for
-from autograder.grader.bank import HIDDEN_INPUTS_ONLY
+from autograder.grader.bank import hidden_inputs_only
 from autograder.grader.questions import QUESTION_REASON
 from conftest import REPO
 from self_check_harness import cells_of, namespace_for, verdict
 
 ASSIGNMENTS = assignments.all_assignments()
+HIDDEN_INPUTS_ONLY = hidden_inputs_only(ASSIGNMENTS.values())
 BANK = [(name, key) for name, a in ASSIGNMENTS.items() for key in a.mistakes]
 CORRECT = [(name, key) for name, a in ASSIGNMENTS.items() for key in a.correct]
 

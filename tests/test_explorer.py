@@ -224,6 +224,31 @@ def test_every_visual_is_built_on_the_one_explorer_base():
         assert "redraw" not in vars(explorer_class) and "_on_change" not in vars(explorer_class)
 
 
+def test_the_heatmap_explorers_take_their_functions_t_slider_and_colour_scale_from_one_base():
+    from attention_lab.a02_multi_head import visual as multi_head
+    from attention_lab.a04_masking import visual as masking
+    from autograder.assignments.a02_multi_head.reference import multi_head_attention
+    from autograder.assignments.a04_masking import reference as masking_ref
+
+    heads = (multi_head_attention, ref.attention_entropy)
+    masks = (masking_ref.padding_mask, masking_ref.causal_padding_mask, masking_ref.masked_softmax)
+    for made, functions, T, T_max, counted, scale in [
+            (ex.AttentionExplorer(*FUNCTIONS, T=12, sync=True), FUNCTIONS, 12, 512, "sequence length", "logarithmic"),
+            (multi_head.MultiHeadExplorer(*heads, T=6, colour_scale="row-normalised", sync=True), heads, 6, 64,
+             "sequence length", "row-normalised"),
+            (masking.MaskingExplorer(*masks, T=8, sync=True), masks, 8, 24, "padded length", "logarithmic")]:
+        assert isinstance(made, explorer_module.HeatmapExplorer) and made.functions == functions
+        slider = made.T_slider
+        assert (slider.description, slider.value, slider.min, slider.max) == ("T", T, 2, T_max)
+        assert slider.tooltip == f"{counted}: number of query and key positions"
+        assert made.colour_dropdown.options == tuple(plots.COLOUR_SCALES)
+        assert made.colour_dropdown.value == made.settings.colour_scale == scale
+        rows = [getattr(part, "children", ()) for part in made.widget.children]  # the rows of controls
+        assert slider in rows[0] and any(made.colour_dropdown in row for row in rows)  # laid out, so they redraw
+    with pytest.raises(ValueError, match="colour_scale must be one of"):
+        masking.MaskingExplorer(*masks, colour_scale="log", sync=True)
+
+
 def test_controls_have_labels_and_tooltips(explorer):
     for control in (explorer.T_slider, explorer.d_slider, explorer.scale_box, explorer.causal_box,
                     explorer.seed_slider, explorer.resample):

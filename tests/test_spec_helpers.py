@@ -1,11 +1,15 @@
 """The helpers a spec builds its assignment with (``autograder.grader.spec``), and the order of the steps they give."""
 
+import dataclasses
+import importlib
 import types
 
 import pytest
 
 from autograder import assignments
-from autograder.grader.spec import Steps, Variant, combined, functions
+from autograder.grader.bank import hidden_inputs_only
+from autograder.grader.questions import Choice, Questions
+from autograder.grader.spec import Assignment, Steps, Variant, combined, functions
 from autograder.nbgrader import notebook_cells
 from conftest import REPO
 
@@ -48,3 +52,37 @@ def test_combined_joins_cells_breaks_and_the_mistakes_hints():
     assert both == Variant("all three", {"a": "1", "b": "2", "c": "3"}, frozenset({"test_a", "test_c"}),
                            "hint one / hint two")
     assert combined("correct twice", correct, Variant("also ok", {"d": "4"})).hint == ""
+
+
+def _outline(assignment):
+    return ([(s.grade_id, s.title, s.question) for s in assignment.steps], assignment.questions,
+            assignment.correct, assignment.mistakes)
+
+
+def test_an_assignment_given_its_questions_equals_one_a_spec_spreads_them_into_by_hand():
+    """``questions=QUESTIONS`` adds the questions' steps, spellings and wrong answers, as the older way of writing a
+    spec (still allowed: a branch written so merges unchanged) spreads them in itself; both list the same
+    mistakes as exposed by hidden inputs only."""
+    spec = importlib.import_module("autograder.assignments.a01_attention.spec")
+    given = spec.ASSIGNMENT
+    by_hand = dataclasses.replace(given, steps=(*spec.STEPS, *spec.QUESTIONS.steps), questions=(),
+                                  correct={**spec.CORRECT, **spec.QUESTIONS.correct},
+                                  mistakes={**spec.MISTAKES, **spec.QUESTIONS.mistakes})
+    assert given.questions == tuple(spec.QUESTIONS) and len(given.questions) == 2
+    assert [s.grade_id for s in given.steps][-2:] == ["question_nan_rows", "question_entropy_ceiling"]
+    assert set(spec.QUESTIONS.correct) < set(given.correct) and set(spec.QUESTIONS.mistakes) < set(given.mistakes)
+    assert _outline(by_hand) == _outline(given)
+    assert hidden_inputs_only([given]) == hidden_inputs_only([by_hand]) == spec.QUESTIONS.hidden_inputs_only(given.name)
+    assert set(hidden_inputs_only([given])) == {(given.name, key, grade_id) for key, variant
+                                                in spec.QUESTIONS.mistakes.items() for grade_id in variant.breaks}
+    both = dataclasses.replace(by_hand, questions=spec.QUESTIONS)  # spread in and handed over: counted once
+    assert _outline(both) == _outline(given) and _outline(dataclasses.replace(given, name="x")) == _outline(given)
+
+
+def test_a_question_may_not_take_the_grade_id_of_another_step():
+    asked = Questions()
+    asked.add("x", "x", Choice("ab"), "a", wrong={"b": "b is the other one."})
+    steps = Steps()
+    steps.add("question_x", "a function step")(lambda seed=0: [])
+    with pytest.raises(ValueError, match="question 'x' has the grade_id of another step, 'question_x'"):
+        Assignment("x", "x.ipynb", {}, steps, {}, {}, questions=asked)

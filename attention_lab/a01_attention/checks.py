@@ -14,13 +14,15 @@ tests do the grading.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable
 
 import numpy as np
 
 from attention_lab.core import worked
-from attention_lab.core.self_check import CALL_SECONDS, attempt, call, fail as _fail, learner_name, ok as _ok
+from attention_lab.core.self_check import CALL_SECONDS, attempt, call, fail as _fail, learner_name, ok as _ok, \
+    self_check
 from attention_lab.core.worked import SelfCheckFailed
 
 __all__ = ["SelfCheckFailed", "expect_shapes", "check_worked_cases", "check_softmax", "check_attention_scores", "check_scaling",
@@ -29,6 +31,9 @@ __all__ = ["SelfCheckFailed", "expect_shapes", "check_worked_cases", "check_soft
            "check_causality", "check_scaling_prevents_saturation"]
 
 ASSIGNMENT = "01_scaled_dot_product_attention"
+
+# a check of one learner's function: its worked cases of this assignment, then the properties (core.self_check)
+_self_check = functools.partial(self_check, ASSIGNMENT)
 
 
 def _worked(function_name: str, function: Callable, select: Callable[[dict], bool] | None = None) -> None:
@@ -204,25 +209,16 @@ def _pair(name: str, result) -> tuple:
 
 
 # ---------------------------------------------------------------- step 1
+@_self_check
 def check_softmax(softmax: Callable) -> None:
     """Self-check ``softmax(x, axis=-1)``: the worked cases, then probabilities along any axis and float32 logits.
 
-    Parameters
-    ----------
-    softmax : callable
-        The learner's function: ``x`` of any shape and the ``axis`` to normalise along; returns a floating-point
-        array of ``x``'s shape whose entries along ``axis`` are ≥ 0 and sum to 1.
+    The learner's function: ``x`` of any shape and the ``axis`` to normalise along; returns a floating-point array
+    of ``x``'s shape whose entries along ``axis`` are ≥ 0 and sum to 1.
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong (naming a known mistake where one matches); when, for a
-        (2, 3, 4) input and axis −1, 0 or 1, an entry is negative, NaN or infinite or the sums along ``axis``
-        are not 1; or when float32 logits [100, 0] do not give [1, 0].
+    Fails when, for a (2, 3, 4) input and axis −1, 0 or 1, an entry is negative, NaN or infinite or the sums along
+    ``axis`` are not 1; or when float32 logits [100, 0] do not give [1, 0].
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    _worked("softmax", softmax)
-
     x = np.random.default_rng(0).normal(0.0, 3.0, size=(2, 3, 4))
     for axis in (-1, 0, 1):
         p = _array(f"softmax(x, axis={axis}) for x of shape (2, 3, 4)", call(softmax, x, axis=axis), x.shape)
@@ -262,49 +258,31 @@ def _batch_entries_on_their_own(attention_scores: Callable, rng: np.random.Gener
               "transpose only the last two axes of K (K.T reverses all of them)")
 
 
+@_self_check(select=_unscaled)
 def check_attention_scores(attention_scores: Callable) -> None:
     """Self-check step 2, ``attention_scores(Q, K, scale=False)``: Q Kᵀ on the worked cases and with batch dimensions.
 
     Only ``scale=False`` is checked here: the notebook lets learners write the
     scaling in step 3, whose own check is :func:`check_scaling`.
 
-    Parameters
-    ----------
-    attention_scores : callable
-        The learner's function: ``Q`` (..., T_q, d_k) and ``K`` (..., T_k, d_k), float; returns the float
-        scores (..., T_q, T_k).
+    The learner's function: ``Q`` (..., T_q, d_k) and ``K`` (..., T_k, d_k), float; returns the float scores (...,
+    T_q, T_k).
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first unscaled worked case it gets wrong, or when a batch of 2 (Q (2, 3, 4), K (2, 5, 4))
-        does not give each entry the scores it gets alone.
+    Fails when a batch of 2 (Q (2, 3, 4), K (2, 5, 4)) does not give each entry the scores it gets alone.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    _worked("attention_scores", attention_scores, select=_unscaled)
-
     _batch_entries_on_their_own(attention_scores, np.random.default_rng(1), scale=False)
     _ok("leading batch dimensions work: shape (batch, T_q, T_k)")
 
 
+@_self_check(select=lambda case: not _unscaled(case))
 def check_scaling(attention_scores: Callable) -> None:
     """Self-check step 3, ``attention_scores(Q, K)`` with the default ``scale=True``: ÷√d_k, also with batch dimensions.
 
-    Parameters
-    ----------
-    attention_scores : callable
-        The learner's function, as for :func:`check_attention_scores`.
+    The learner's function, as for :func:`check_attention_scores`.
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first scaled worked case it gets wrong; when, with d_k = 9, the scaled scores are not the
-        unscaled ones divided by 3 (saying what they are divided by); or when batch entries are not
-        scored on their own.
+    Fails when, with d_k = 9, the scaled scores are not the unscaled ones divided by 3 (saying what they are divided
+    by); or when batch entries are not scored on their own.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    _worked("attention_scores", attention_scores, select=lambda case: not _unscaled(case))
-
     rng = np.random.default_rng(1)
     Q, K = rng.normal(size=(2, 9)), rng.normal(size=(3, 9))  # d_k = 9, so √d_k = 3
     raw = _array("attention_scores(Q, K, scale=False)", call(attention_scores, Q, K, scale=False), (2, 3))
@@ -320,22 +298,14 @@ def check_scaling(attention_scores: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 3
+@_self_check
 def check_causal_mask(causal_mask: Callable) -> None:
     """Self-check ``causal_mask(T)``: True where query i may attend to key j, i.e. j ≤ i.
 
-    Parameters
-    ----------
-    causal_mask : callable
-        The learner's function: an int ``T``; returns a bool array (T, T).
+    The learner's function: an int ``T``; returns a bool array (T, T).
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong, or when for T = 1 or 5 the result is not a bool (T, T)
-        array that is True exactly where j ≤ i.
+    Fails when for T = 1 or 5 the result is not a bool (T, T) array that is True exactly where j ≤ i.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    _worked("causal_mask", causal_mask)
     for T in (1, 5):
         mask = _array(f"causal_mask({T})", call(causal_mask, T), (T, T), kind="b")
         i, j = np.indices((T, T))
@@ -347,26 +317,17 @@ def check_causal_mask(causal_mask: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 4
+@_self_check
 def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -> None:
     """Self-check ``scaled_dot_product_attention(Q, K, V, mask=None, scale=True)``: worked cases, then properties.
 
-    Parameters
-    ----------
-    scaled_dot_product_attention : callable
-        The learner's function: ``Q`` (..., T_q, d_k), ``K`` (..., T_k, d_k), ``V`` (..., T_k, d_v), a bool
-        ``mask`` broadcasting to (..., T_q, T_k); returns the float pair (output (..., T_q, d_v),
-        weights (..., T_q, T_k)).
+    The learner's function: ``Q`` (..., T_q, d_k), ``K`` (..., T_k, d_k), ``V`` (..., T_k, d_v), a bool ``mask``
+    broadcasting to (..., T_q, T_k); returns the float pair (output (..., T_q, d_v), weights (..., T_q, T_k)).
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong; when the weights of scores (4, 0) are not softmax(2, 0)
-        (or softmax(4, 0) with ``scale=False``) or the output is not weights @ V; or when, for a batch of 2
-        with a (3, 5) mask, the pair is swapped, a row does not sum to 1 or a blocked key has weight.
+    Fails when the weights of scores (4, 0) are not softmax(2, 0) (or softmax(4, 0) with ``scale=False``) or the
+    output is not weights @ V; or when, for a batch of 2 with a (3, 5) mask, the pair is swapped, a row does not sum
+    to 1 or a blocked key has weight.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    _worked("scaled_dot_product_attention", scaled_dot_product_attention)
-
     # d_k = 4, q = (2,0,0,0), keys (2,0,0,0) and 0: scores (4, 0), scaled (2, 0).
     q = np.array([[2.0, 0.0, 0.0, 0.0]])
     k = np.array([[2.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
@@ -407,23 +368,16 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable) -
 
 
 # ---------------------------------------------------------------- step 5
+@_self_check
 def check_causal_self_attention(causal_self_attention: Callable) -> None:
     """Self-check ``causal_self_attention(x, W_q, W_k, W_v, scale=True)``: worked case, then shapes and causality.
 
-    Parameters
-    ----------
-    causal_self_attention : callable
-        The learner's function: ``x`` (T, d_model) and ``W_q``, ``W_k``, ``W_v`` (d_model, d_head), float;
-        returns (output (T, d_head), weights (T, T)).
+    The learner's function: ``x`` (T, d_model) and ``W_q``, ``W_k``, ``W_v`` (d_model, d_head), float; returns
+    (output (T, d_head), weights (T, T)).
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong, or when for T = 4, d_model = 6, d_head = 3 the shapes are
-        wrong, a weight above the diagonal is not 0 or a row of weights does not sum to 1.
+    Fails when for T = 4, d_model = 6, d_head = 3 the shapes are wrong, a weight above the diagonal is not 0 or a
+    row of weights does not sum to 1.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    _worked("causal_self_attention", causal_self_attention)
     rng = np.random.default_rng(5)
     x = rng.normal(size=(4, 6))
     W_q, W_k, W_v = (rng.normal(size=(6, 3)) for _ in range(3))
@@ -468,22 +422,15 @@ def check_entropy_worked_cases(assignment_name: str, attention_entropy: Callable
         raise SelfCheckFailed(f"{failure}\n{ZERO_LOG_ZERO}") from None
 
 
+@_self_check(worked_cases=False)  # its own worked cases' call explains a NaN from 0 · log 0
 def check_attention_entropy(attention_entropy: Callable) -> None:
     """Self-check ``attention_entropy(weights)`` in nats with 0 · log 0 = 0: worked case, then shapes and ln n.
 
-    Parameters
-    ----------
-    attention_entropy : callable
-        The learner's function: weights (..., T_q, T_k), float; returns one entropy per query row,
-        (..., T_q), in nats.
+    The learner's function: weights (..., T_q, T_k), float; returns one entropy per query row, (..., T_q), in nats.
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong (explaining 0 · log 0 where that is the cause), or when
-        uniform weights (2, 3, 4) do not give ln 4 in an array of shape (2, 3).
+    Fails at the first worked case it gets wrong (explaining 0 · log 0 where that is the cause), or when uniform
+    weights (2, 3, 4) do not give ln 4 in an array of shape (2, 3).
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     check_entropy_worked_cases(ASSIGNMENT, attention_entropy)
     weights = np.full((2, 3, 4), 0.25)
     H = call(attention_entropy, weights)
@@ -497,6 +444,7 @@ def check_attention_entropy(attention_entropy: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 7: the three facts
+@_self_check(worked_cases=False)
 def check_rows_are_weighted_averages(scaled_dot_product_attention: Callable) -> None:
     """Fact 1: each output row is a weighted average of the value rows.
 
@@ -504,17 +452,10 @@ def check_rows_are_weighted_averages(scaled_dot_product_attention: Callable) -> 
     ``weights @ V`` and so lies, column by column, between the smallest and
     largest value.
 
-    Parameters
-    ----------
-    scaled_dot_product_attention : callable
-        The learner's function, called with Q (5, 8), K (7, 8), V (7, 3) and a bool (5, 7) mask.
+    The learner's function, called with Q (5, 8), K (7, 8), V (7, 3) and a bool (5, 7) mask.
 
-    Raises
-    ------
-    SelfCheckFailed
-        Naming the first of these properties that fails, and the step to revisit.
+    Fails naming the first of these properties that fails, and the step to revisit.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(1)
     Q, K, V = rng.normal(size=(5, 8)), rng.normal(size=(7, 8)), rng.normal(size=(7, 3))
     mask = rng.random((5, 7)) < 0.6
@@ -541,20 +482,14 @@ def check_rows_are_weighted_averages(scaled_dot_product_attention: Callable) -> 
         "(each column between its smallest and largest value in V)")
 
 
+@_self_check(worked_cases=False)
 def check_causality(causal_self_attention: Callable) -> None:
     """Fact 2: changing the last token changes only the last output row.
 
-    Parameters
-    ----------
-    causal_self_attention : callable
-        The learner's function, called with x (6, 8) and projections (8, 4).
+    The learner's function, called with x (6, 8) and projections (8, 4).
 
-    Raises
-    ------
-    SelfCheckFailed
-        When an earlier output changes too (the future leaks), or the last one does not change.
+    Fails when an earlier output changes too (the future leaks), or the last one does not change.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(2)
     T, d_model, d_head = 6, 8, 4
     x = rng.normal(size=(T, d_model))

@@ -40,10 +40,9 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, HeatmapSettings,
-                                         call_for_visual, check_settings,
-                                         colour_scale_control, control, function_name, largest_weight_text, latest,
-                                         unless_grading)
+from attention_lab.core.explorer import (DPI, ExplorerError, ExplorerFigure, HeatmapExplorer, HeatmapSettings,
+                                         call_for_visual, check_settings, control, function_name,
+                                         largest_weight_text, latest, unless_grading)
 from attention_lab.core.plots import (COLORMAP, CURVE_COLOURS, DEFAULT_COLOUR_SCALE, REFERENCE_COLOUR,
                                       colour_scale_named)
 
@@ -337,7 +336,7 @@ class AttentionFigure(ExplorerFigure):
         return self.blit(self.animated)
 
 
-class AttentionExplorer(Explorer):
+class AttentionExplorer(HeatmapExplorer):
     """The widget: controls, the figure as an ``ipywidgets.Image`` and a summary line.
 
     Parameters
@@ -371,11 +370,9 @@ class AttentionExplorer(Explorer):
 
         check_settings(T=(T, 2 <= T <= T_MAX, f"between 2 and {T_MAX}"),
                        d_head=(d_head, d_head in D_HEAD_OPTIONS, f"one of {D_HEAD_OPTIONS}"))
-        self.colour_dropdown = colour_scale_control(colour_scale)
-        super().__init__(AttentionFigure(), sync=sync)
-        self.functions = (attention_fn, mask_fn, entropy_fn)
-        self.T_slider = control(widgets.IntSlider, "T", T, "sequence length: number of query and key positions",
-                                min=2, max=T_MAX)
+        super().__init__(AttentionFigure(), (attention_fn, mask_fn, entropy_fn), T=T, T_max=T_MAX,
+                         T_tooltip="sequence length: number of query and key positions", colour_scale=colour_scale,
+                         sync=sync)
         self.d_slider = control(widgets.SelectionSlider, "d_head", d_head,
                                 "size of each query/key vector (log-spaced)", options=D_HEAD_OPTIONS)
         self.scale_box = control(widgets.Checkbox, "scale by √d_head", scale,

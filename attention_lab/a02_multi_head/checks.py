@@ -12,16 +12,20 @@ They award no points.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
 
 from attention_lab.a01_attention import checks
 from attention_lab.core.self_check import attempt, call, fail as _fail, float_array as _array, \
-    normal_arrays as _random, ok as _ok
+    normal_arrays as _random, ok as _ok, self_check
 from attention_lab.core.worked import check_worked_cases, describe_failure, passes_worked_cases, show
 
 ASSIGNMENT = "02_multi_head_attention"
+
+# a check of one learner's function: its worked cases of this assignment, then the properties (core.self_check)
+_self_check = functools.partial(self_check, ASSIGNMENT)
 
 
 def _pair(what: str, value, shapes) -> tuple[np.ndarray, np.ndarray]:
@@ -117,25 +121,16 @@ def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Cal
 
 
 # ---------------------------------------------------------------- step 1
+@_self_check
 def check_split_heads(split_heads: Callable) -> None:
     """Self-check ``split_heads(X, n_heads)``: shape, tokens kept apart, a clear ValueError, X unchanged.
 
-    Parameters
-    ----------
-    split_heads : callable
-        The learner's function: ``X`` (T, d_model), float, and an int ``n_heads`` dividing d_model;
-        returns (n_heads, T, d_model // n_heads).
+    The learner's function: ``X`` (T, d_model), float, and an int ``n_heads`` dividing d_model; returns (n_heads, T,
+    d_model // n_heads).
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong; when for X (5, 12) and 3 heads a head's row t holds
-        features of another token; or when d_model = 10, n_heads = 4 does not raise a ValueError that
-        names n_heads and d_model.
+    Fails when for X (5, 12) and 3 heads a head's row t holds features of another token; or when d_model = 10,
+    n_heads = 4 does not raise a ValueError that names n_heads and d_model.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "split_heads", split_heads)
-
     T, d_model, n_heads = 5, 12, 3
     X = _labelled_tokens(T, d_model)
     H = _array("split_heads(X, 3) for X of shape (5, 12)", call(split_heads, X, n_heads), (n_heads, T, d_model // n_heads))
@@ -212,25 +207,16 @@ def check_merge_heads(merge_heads: Callable, split_heads: Callable | None = None
 
 
 # ---------------------------------------------------------------- step 3
+@_self_check
 def check_multi_head_attention(multi_head_attention: Callable) -> None:
     """Self-check ``multi_head_attention(x, W_q, W_k, W_v, W_o, n_heads, mask=None)``.
 
-    Parameters
-    ----------
-    multi_head_attention : callable
-        The learner's function: ``x`` (T, d_model), the four projections (d_model, d_model), float, an int
-        ``n_heads`` and a bool ``mask`` (T, T); returns (output (T, d_model), weights (n_heads, T, T)).
+    The learner's function: ``x`` (T, d_model), the four projections (d_model, d_model), float, an int ``n_heads``
+    and a bool ``mask`` (T, T); returns (output (T, d_model), weights (n_heads, T, T)).
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong; when for T = 5, d_model = 12, 3 heads and a causal mask a
-        row of weights does not sum to 1 or a head sees the future; or when W_v or W_o change the weights,
-        or the output is not linear in them.
+    Fails when for T = 5, d_model = 12, 3 heads and a causal mask a row of weights does not sum to 1 or a head sees
+    the future; or when W_v or W_o change the weights, or the output is not linear in them.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "multi_head_attention", multi_head_attention)
-
     T, d_model, n_heads = 5, 12, 3
     x, W_q, W_k, W_v, W_o = _random(8, (T, d_model), *[(d_model, d_model)] * 4)
     shapes = [(T, d_model), (n_heads, T, T)]

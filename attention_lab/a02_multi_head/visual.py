@@ -45,9 +45,9 @@ from matplotlib import colormaps
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, HeatmapSettings,
+from attention_lab.core.explorer import (DPI, ExplorerError, ExplorerFigure, HeatmapExplorer, HeatmapSettings,
                                          call_for_visual as _call,
-                                         check_settings, colour_scale_control, control, function_name as _name,
+                                         check_settings, control, function_name as _name,
                                          largest_weight_text, unless_grading)
 from attention_lab.core.plots import (COLORMAP, CURVE_COLOURS, DEFAULT_COLOUR_SCALE, REFERENCE_COLOUR,
                                       colour_scale_named)
@@ -380,7 +380,7 @@ class MultiHeadFigure(ExplorerFigure):
         return self.blit(self.animated)
 
 
-class MultiHeadExplorer(Explorer):
+class MultiHeadExplorer(HeatmapExplorer):
     """The widget: controls, the figure as an ``ipywidgets.Image`` and a summary line.
 
     Parameters
@@ -419,11 +419,9 @@ class MultiHeadExplorer(Explorer):
                      f"one of {N_HEADS_OPTIONS} (divisors of d_model = {D_MODEL})"))
         check_settings(head=(head, isinstance(head, int) and 0 <= head < n_heads,
                              f"an integer between 0 and n_heads - 1 = {n_heads - 1}"))
-        self.colour_dropdown = colour_scale_control(colour_scale)
-        super().__init__(MultiHeadFigure(), sync=sync)
-        self.functions = (attention_fn, entropy_fn)
-        self.T_slider = control(widgets.IntSlider, "T", T, "sequence length: number of query and key positions",
-                                min=2, max=T_MAX)
+        super().__init__(MultiHeadFigure(), (attention_fn, entropy_fn), T=T, T_max=T_MAX,
+                         T_tooltip="sequence length: number of query and key positions", colour_scale=colour_scale,
+                         sync=sync)
         self.heads_slider = control(
             widgets.SelectionSlider, "n_heads", n_heads,
             f"number of heads; d_model = {D_MODEL} is fixed, so d_head = {D_MODEL} / n_heads", options=N_HEADS_OPTIONS)

@@ -19,10 +19,14 @@ from typing import Callable
 import numpy as np
 
 from attention_lab.a01_attention import checks
-from attention_lab.core.self_check import call, fail as _fail, float_array, normal_arrays as _random, ok as _ok
+from attention_lab.core.self_check import call, fail as _fail, float_array, normal_arrays as _random, ok as _ok, \
+    self_check
 from attention_lab.core.worked import check_worked_cases, show
 
 ASSIGNMENT = "03_positional_encoding"
+
+# a check of one learner's function: its worked cases of this assignment, then the properties (core.self_check)
+_self_check = functools.partial(self_check, ASSIGNMENT)
 
 
 # encodings, rotations and weights are all finite: NaN or inf is itself the mistake to report
@@ -75,24 +79,15 @@ def expect_number(function: Callable, *args, **kwargs) -> None:
 
 
 # ---------------------------------------------------------------- step 1
+@_self_check
 def check_sinusoidal_positional_encoding(sinusoidal_positional_encoding: Callable) -> None:
     """Self-check ``sinusoidal_positional_encoding(T, d_model)``: worked cases, then properties at T = 50, d_model = 16.
 
-    Parameters
-    ----------
-    sinusoidal_positional_encoding : callable
-        The learner's function, ``(T, d_model) -> (T, d_model)``.
+    The learner's function: ``(T, d_model) -> (T, d_model)``.
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong; when an entry lies outside [−1, 1], row 0 is not
-        (0, 1, 0, 1, …) or a column pair leaves the unit circle; or when the frequencies are not
-        1, 10000^(−2/d_model), … radians per position.
+    Fails when an entry lies outside [−1, 1], row 0 is not (0, 1, 0, 1, …) or a column pair leaves the unit circle;
+    or when the frequencies are not 1, 10000^(−2/d_model), … radians per position.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "sinusoidal_positional_encoding", sinusoidal_positional_encoding)
-
     T, d_model = 50, 16
     pe = _array("sinusoidal_positional_encoding(50, 16)", call(sinusoidal_positional_encoding, T, d_model),
                 (T, d_model))
@@ -125,23 +120,15 @@ def check_sinusoidal_positional_encoding(sinusoidal_positional_encoding: Callabl
 
 
 # ---------------------------------------------------------------- step 2
+@_self_check
 def check_dot_product_by_offset(dot_product_by_offset: Callable) -> None:
     """Self-check ``dot_product_by_offset(pe, t)`` on worked cases and on a random (learned-like) encoding.
 
-    Parameters
-    ----------
-    dot_product_by_offset : callable
-        The learner's function, ``(pe (T, d), t) -> (T − t,)``.
+    The learner's function: ``(pe (T, d), t) -> (T − t,)``.
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong, or when on a random (9, 5) encoding and t = 0, 4, 8 the
-        first entry is not pe[t]·pe[t] or the last not pe[t]·pe[T − 1].
+    Fails when on a random (9, 5) encoding and t = 0, 4, 8 the first entry is not pe[t]·pe[t] or the last not
+    pe[t]·pe[T − 1].
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "dot_product_by_offset", dot_product_by_offset)
-
     (pe,) = _random(31, (9, 5))
     for t in (0, 4, 8):
         got = _array(f"dot_product_by_offset(pe, {t}) for pe of shape (9, 5)", call(dot_product_by_offset, pe, t),
@@ -154,23 +141,14 @@ def check_dot_product_by_offset(dot_product_by_offset: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 3
+@_self_check
 def check_offset_rotation(offset_rotation: Callable) -> None:
     """Self-check ``offset_rotation(k, d_model)``: worked cases, then the properties of rotations.
 
-    Parameters
-    ----------
-    offset_rotation : callable
-        The learner's function, ``(k, d_model) -> (d_model, d_model)``.
+    The learner's function: ``(k, d_model) -> (d_model, d_model)``.
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong, or when one of R_0 = I, block diagonal, R_k R_kᵀ = I,
-        R_3 R_4 = R_7 and R_{−3} = R_3ᵀ fails (d_model = 8).
+    Fails when one of R_0 = I, block diagonal, R_k R_kᵀ = I, R_3 R_4 = R_7 and R_{−3} = R_3ᵀ fails (d_model = 8).
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "offset_rotation", offset_rotation)
-
     d_model = 8
     R = {k: _array(f"offset_rotation({k}, 8)", call(offset_rotation, k, d_model), (d_model, d_model))
          for k in (0, 3, 4, 7, -3)}
@@ -213,23 +191,15 @@ def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Cal
 
 
 # ---------------------------------------------------------------- step 5
+@_self_check
 def check_self_attention(self_attention: Callable) -> None:
     """Self-check ``self_attention(x, W_q, W_k, W_v)``: worked cases, then shapes and unmasked weights.
 
-    Parameters
-    ----------
-    self_attention : callable
-        The learner's function, ``(x, W_q, W_k, W_v) -> (output, weights)``.
+    The learner's function: ``(x, W_q, W_k, W_v) -> (output, weights)``.
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong, or when for T = 5, d_model = 6, d_head = 3 a row of
-        weights is negative or does not sum to 1, or weights are 0 as if a mask were applied.
+    Fails when for T = 5, d_model = 6, d_head = 3 a row of weights is negative or does not sum to 1, or weights are
+    0 as if a mask were applied.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "self_attention", self_attention)
-
     T, d_model, d_head = 5, 6, 3
     x, W_q, W_k, W_v = _random(51, (T, d_model), *[(d_model, d_head)] * 3)
     output, weights = _pair("self_attention", call(self_attention, x, W_q, W_k, W_v), [(T, d_head), (T, T)])
@@ -243,23 +213,14 @@ def check_self_attention(self_attention: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 6
+@_self_check
 def check_add_positions(add_positions: Callable) -> None:
     """Self-check ``add_positions(x)``: worked cases, then x + PE with x unchanged.
 
-    Parameters
-    ----------
-    add_positions : callable
-        The learner's function, ``x (T, d_model) -> x + PE``.
+    The learner's function: ``x (T, d_model) -> x + PE``.
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong, or when add_positions(x) − x depends on x or its row 0
-        is not PE(0) = (0, 1, 0, 1, …).
+    Fails when add_positions(x) − x depends on x or its row 0 is not PE(0) = (0, 1, 0, 1, …).
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "add_positions", add_positions)
-
     (x,) = _random(61, (6, 8))
     result = _array("add_positions(x) for x of shape (6, 8)", call(add_positions, x), (6, 8))
     added = result - x
@@ -272,23 +233,15 @@ def check_add_positions(add_positions: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 7
+@_self_check
 def check_permutation_gap(permutation_gap: Callable) -> None:
     """Self-check ``permutation_gap(x, W_q, W_k, W_v, perm, positions=False)``.
 
-    Parameters
-    ----------
-    permutation_gap : callable
-        The learner's function, ``(x, W_q, W_k, W_v, perm, positions=False) -> float``.
+    The learner's function: ``(x, W_q, W_k, W_v, perm, positions=False) -> float``.
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong, or when a gap is negative, not 0 for the identity
-        permutation or without positions, or not clearly above 0 for a shuffle with positions.
+    Fails when a gap is negative, not 0 for the identity permutation or without positions, or not clearly above 0
+    for a shuffle with positions.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "permutation_gap", permutation_gap)
-
     T, d_model, d_head = 6, 8, 4
     x, W_q, W_k, W_v = _random(71, (T, d_model), *[(d_model, d_head)] * 3)
     shuffle, identity = np.array([2, 0, 5, 1, 3, 4]), np.arange(T)

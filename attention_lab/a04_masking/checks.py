@@ -11,14 +11,18 @@ no points: the hidden tests do the grading.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
 
-from attention_lab.core.self_check import call_recording_warnings, fail as _fail, ok as _ok
-from attention_lab.core.worked import SelfCheckFailed, check_worked_cases, show
+from attention_lab.core.self_check import call_recording_warnings, fail as _fail, ok as _ok, self_check
+from attention_lab.core.worked import SelfCheckFailed, show
 
 ASSIGNMENT = "04_masks_and_stability"
+
+# a check of one learner's function: its worked cases of this assignment, then the properties (core.self_check)
+_self_check = functools.partial(self_check, ASSIGNMENT)
 
 
 def _array(what: str, value, shape: tuple[int, ...], kind: str) -> np.ndarray:
@@ -35,24 +39,16 @@ def _array(what: str, value, shape: tuple[int, ...], kind: str) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- step 1
+@_self_check
 def check_padding_mask(padding_mask: Callable) -> None:
     """Self-check ``padding_mask(lengths, T)``: worked cases, then shape, broadcasting, row counts and errors.
 
-    Parameters
-    ----------
-    padding_mask : callable
-        The learner's function: int ``lengths`` (B,) and an int ``T``; returns a bool mask (B, 1, T), True on
-        the first ``lengths[b]`` keys of sequence b.
+    The learner's function: int ``lengths`` (B,) and an int ``T``; returns a bool mask (B, 1, T), True on the first
+    ``lengths[b]`` keys of sequence b.
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong; when for lengths [0, 5, 2, 7, 3] and T = 7 the mask has the
-        wrong shape or dtype, does not broadcast against (B, T_q, T) or marks the wrong keys; or when a
-        length above T or below 0 does not raise ValueError.
+    Fails when for lengths [0, 5, 2, 7, 3] and T = 7 the mask has the wrong shape or dtype, does not broadcast
+    against (B, T_q, T) or marks the wrong keys; or when a length above T or below 0 does not raise ValueError.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "padding_mask", padding_mask)
     lengths, T = np.array([0, 5, 2, 7, 3]), 7
     mask, _ = call_recording_warnings(padding_mask, lengths, T)
     mask = _array(f"padding_mask({show(lengths)}, {T})", mask, (5, 1, T), "b")
@@ -78,23 +74,15 @@ def check_padding_mask(padding_mask: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 2
+@_self_check
 def check_causal_padding_mask(causal_padding_mask: Callable) -> None:
     """Self-check ``causal_padding_mask(lengths, T)``: worked cases, then no future key, no padded key, row counts.
 
-    Parameters
-    ----------
-    causal_padding_mask : callable
-        The learner's function: int ``lengths`` (B,) and an int ``T``; returns a bool mask (B, T, T).
+    The learner's function: int ``lengths`` (B,) and an int ``T``; returns a bool mask (B, T, T).
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong, or when for lengths [4, 0, 2] and T = 5 a future or padded
-        key is allowed, a query does not see every real key up to itself, or the empty sequence has an
-        allowed key.
+    Fails when for lengths [4, 0, 2] and T = 5 a future or padded key is allowed, a query does not see every real
+    key up to itself, or the empty sequence has an allowed key.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "causal_padding_mask", causal_padding_mask)
     lengths, T = np.array([4, 0, 2]), 5
     mask, _ = call_recording_warnings(causal_padding_mask, lengths, T)
     mask = _array(f"causal_padding_mask({show(lengths)}, {T})", mask, (3, T, T), "b")
@@ -139,25 +127,17 @@ def _weights_properties(what: str, weights: np.ndarray, mask: np.ndarray, axis: 
               f"{sums[~empty].min():.4g} to {sums[~empty].max():.4g}")
 
 
+@_self_check
 def check_masked_softmax(masked_softmax: Callable) -> None:
     """Self-check ``masked_softmax(scores, mask, axis=-1)``: worked cases, then rows, zeros, warnings and dtypes.
 
-    Parameters
-    ----------
-    masked_softmax : callable
-        The learner's function: float ``scores`` (..., T_q, T_k), a bool ``mask`` broadcasting to them and
-        the ``axis`` to normalise along; returns weights of the scores' shape and dtype.
+    The learner's function: float ``scores`` (..., T_q, T_k), a bool ``mask`` broadcasting to them and the ``axis``
+    to normalise along; returns weights of the scores' shape and dtype.
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong; when a blocked entry is not 0, a fully masked row not all 0
-        or another row does not sum to 1 (for a (2, 4, 6) mask, a (B, 1, T_k) padding mask and
-        axis=-2); when the call emits a NumPy warning; or when float32 or float16 scores come back in
-        another dtype or overflow.
+    Fails when a blocked entry is not 0, a fully masked row not all 0 or another row does not sum to 1 (for a (2, 4,
+    6) mask, a (B, 1, T_k) padding mask and axis=-2); when the call emits a NumPy warning; or when float32 or
+    float16 scores come back in another dtype or overflow.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "masked_softmax", masked_softmax)
     rng = np.random.default_rng(44)
     scores = rng.normal(0.0, 3.0, (2, 4, 6))
     mask = rng.random((2, 4, 6)) < 0.5
@@ -203,25 +183,17 @@ def check_masked_softmax(masked_softmax: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 4
+@_self_check
 def check_masked_attention(masked_attention: Callable) -> None:
     """Self-check ``masked_attention(Q, K, V, mask)``: worked cases, then cross-attention shapes and zero rows.
 
-    Parameters
-    ----------
-    masked_attention : callable
-        The learner's function: ``Q`` (..., T_q, d_k), ``K`` (..., T_k, d_k), ``V`` (..., T_k, d_v), float,
-        and a bool ``mask`` broadcasting to (..., T_q, T_k); returns (output (..., T_q, d_v),
-        weights (..., T_q, T_k)).
+    The learner's function: ``Q`` (..., T_q, d_k), ``K`` (..., T_k, d_k), ``V`` (..., T_k, d_v), float, and a bool
+    ``mask`` broadcasting to (..., T_q, T_k); returns (output (..., T_q, d_v), weights (..., T_q, T_k)).
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong; when with T_q = 3 ≠ T_k = 5 the shapes are wrong (or the
-        weights transposed), padded keys get weight, the output is not weights @ V or a query with no
-        allowed key gets a non-zero output; or when a mask that does not broadcast raises no ValueError.
+    Fails when with T_q = 3 ≠ T_k = 5 the shapes are wrong (or the weights transposed), padded keys get weight, the
+    output is not weights @ V or a query with no allowed key gets a non-zero output; or when a mask that does not
+    broadcast raises no ValueError.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "masked_attention", masked_attention)
     rng = np.random.default_rng(45)
     B, T_q, T_k, d_k, d_v = 2, 3, 5, 4, 2
     Q, K, V = rng.normal(size=(B, T_q, d_k)), rng.normal(size=(B, T_k, d_k)), rng.normal(size=(B, T_k, d_v))

@@ -33,9 +33,9 @@ from matplotlib.colors import ListedColormap, to_rgba
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, HeatmapSettings,
-                                         call_for_visual, check_settings,
-                                         colour_scale_control, control, function_name as _name, unless_grading)
+from attention_lab.core.explorer import (DPI, ExplorerError, ExplorerFigure, HeatmapExplorer, HeatmapSettings,
+                                         call_for_visual, check_settings, control, function_name as _name,
+                                         unless_grading)
 from attention_lab.core.plots import COLORMAP, COLOUR_SCALES, DEFAULT_COLOUR_SCALE, ColourScale, colour_scale_named
 
 B = 3  # sequences in the batch: enough for "full", "padded" and "empty" side by side
@@ -306,7 +306,7 @@ def fill_table(dtype: str) -> str:
             f"<tr><td>largest x with finite e^x</td><td><code>{overflow_threshold(dtype):.6g}</code></td></tr></table>")
 
 
-class MaskingExplorer(Explorer):
+class MaskingExplorer(HeatmapExplorer):
     """The widget: controls, the figure as an ``ipywidgets.Image``, a summary line and the fill table.
 
     Parameters
@@ -345,11 +345,9 @@ class MaskingExplorer(Explorer):
                                 f"{B} integers between 0 and T = {T}"),
                        dtype=(dtype, dtype in DTYPES, f"one of {DTYPES}"),
                        logit_size=(logit_size, logit_size in LOGIT_SIZES, f"one of {LOGIT_SIZES}"))
-        self.colour_dropdown = colour_scale_control(colour_scale)
-        super().__init__(MaskingFigure(), sync=sync)
-        self.functions = (padding_fn, causal_padding_fn, softmax_fn)
-        self.T_slider = control(widgets.IntSlider, "T", T, "padded length: number of query and key positions",
-                                min=2, max=T_MAX)
+        super().__init__(MaskingFigure(), (padding_fn, causal_padding_fn, softmax_fn), T=T, T_max=T_MAX,
+                         T_tooltip="padded length: number of query and key positions", colour_scale=colour_scale,
+                         sync=sync)
         self.length_sliders = [
             control(widgets.IntSlider, f"length {b}", n,
                     f"number of real tokens in sequence {b} (row {b} of the batch); the rest is padding", min=0, max=T)

@@ -18,12 +18,16 @@ from typing import Callable
 
 import numpy as np
 
-from attention_lab.core.self_check import CALL_SECONDS, attempt, call, fail as _fail, float_array, ok as _ok
+from attention_lab.core.self_check import CALL_SECONDS, attempt, call, fail as _fail, float_array, ok as _ok, \
+    self_check
 from attention_lab.core.worked import check_worked_cases, show
 
 ASSIGNMENT = "05_kv_cache"
 SAME = 1e-12  # "the same numbers": reordered float64 arithmetic differs by about 1e-15 here
 FLOAT32 = 1e-4  # differences of this size come from rounding to float32
+
+# a check of one learner's function: its worked cases of this assignment, then the properties (core.self_check)
+_self_check = functools.partial(self_check, ASSIGNMENT)
 
 
 _array = functools.partial(float_array, sep=", but ", kinds="fb")
@@ -81,24 +85,16 @@ def check_from_assignment_1(softmax: Callable, scaled_dot_product_attention: Cal
 
 
 # ---------------------------------------------------------------- step 1
+@_self_check
 def check_causal_mask(causal_mask: Callable) -> None:
     """Self-check ``causal_mask(T_q, T_k=None)``: worked cases, then the bottom-right rule for many sizes.
 
-    Parameters
-    ----------
-    causal_mask : callable
-        The learner's function: ints ``T_q`` ≤ ``T_k`` (``T_k`` defaults to ``T_q``); returns a bool mask
-        (T_q, T_k) in which new query i sees keys 0 … i + T_k − T_q.
+    The learner's function: ints ``T_q`` ≤ ``T_k`` (``T_k`` defaults to ``T_q``); returns a bool mask (T_q, T_k) in
+    which new query i sees keys 0 … i + T_k − T_q.
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong, or when for some 1 ≤ T_q ≤ T_k ≤ 6 the mask is not that
-        bool array (saying when the triangle is aligned top-left), or causal_mask(T) differs from
-        causal_mask(T, T).
+    Fails when for some 1 ≤ T_q ≤ T_k ≤ 6 the mask is not that bool array (saying when the triangle is aligned
+    top-left), or causal_mask(T) differs from causal_mask(T, T).
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "causal_mask", causal_mask)
     for T_k in range(1, 7):
         for T_q in range(1, T_k + 1):
             mask = call(causal_mask, T_q, T_k)
@@ -123,25 +119,18 @@ def check_causal_mask(causal_mask: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 2
+@_self_check
 def check_attend_with_cache(attend_with_cache: Callable) -> None:
     """Self-check ``attend_with_cache``: worked cases, the grown caches, and chunk = token by token.
 
-    Parameters
-    ----------
-    attend_with_cache : callable
-        The learner's function: ``x_new`` (T_new, d_model), ``K_cache``, ``V_cache`` (T_old, d_head) and
-        ``W_q``, ``W_k``, ``W_v`` (d_model, d_head), float64; returns (out_new (T_new, d_head),
-        K_cache_new, V_cache_new (T_old + T_new, d_head)).
+    The learner's function: ``x_new`` (T_new, d_model), ``K_cache``, ``V_cache`` (T_old, d_head) and ``W_q``,
+    ``W_k``, ``W_v`` (d_model, d_head), float64; returns (out_new (T_new, d_head), K_cache_new, V_cache_new
+    (T_old + T_new, d_head)).
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong; when the caches are not float64, not the old rows followed
-        by the new projections, or an output row lies outside the range of the values; or when 3 new
-        tokens at once do not give, to 1e-12, what 3 single-token calls give.
+    Fails when the caches are not float64, not the old rows followed by the new projections, or an output row lies
+    outside the range of the values; or when 3 new tokens at once do not give, to 1e-12, what 3 single-token calls
+    give.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "attend_with_cache", attend_with_cache)
     rng = np.random.default_rng(52)
     x, W_q, W_k, W_v = _problem(rng, 7, 6, 3)
     K_cache, V_cache = x[:4] @ W_k, x[:4] @ W_v
@@ -250,24 +239,16 @@ def check_decode_incrementally(decode_incrementally: Callable, scaled_dot_produc
 
 
 # ---------------------------------------------------------------- step 4
+@_self_check
 def check_attention_cost_per_token(attention_cost_per_token: Callable) -> None:
     """Self-check the cost model: worked cases, equal at t = 1, linear with the cache, quadratic without.
 
-    Parameters
-    ----------
-    attention_cost_per_token : callable
-        The learner's function: ints ``t``, ``d_model``, ``d_head`` and a bool ``cached``; returns the whole
-        number of multiply-adds for token t.
+    The learner's function: ints ``t``, ``d_model``, ``d_head`` and a bool ``cached``; returns the whole number of
+    multiply-adds for token t.
 
-    Raises
-    ------
-    SelfCheckFailed
-        At the first worked case it gets wrong; when a count is not a whole number; or when the counts for
-        t = 1 differ, the cached count does not grow by 2·d_head per token or the uncached one has second
-        differences other than 4·d_head.
+    Fails when a count is not a whole number; or when the counts for t = 1 differ, the cached count does not grow by
+    2·d_head per token or the uncached one has second differences other than 4·d_head.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "attention_cost_per_token", attention_cost_per_token)
     d_model, d_head = 48, 8
     counts = {}
     for cached in (True, False):

@@ -11,16 +11,19 @@ do the grading.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
 
 from attention_lab.a06_gradients.given import attention_forward
 from attention_lab.core.losses import CubicLoss
-from attention_lab.core.self_check import call, fail, float_array, ok
-from attention_lab.core.worked import check_worked_cases
+from attention_lab.core.self_check import call, fail, float_array, ok, self_check
 
 ASSIGNMENT = "06_gradients"
+
+# a check of one learner's function: its worked cases of this assignment, then the properties (core.self_check)
+_self_check = functools.partial(self_check, ASSIGNMENT)
 
 
 def _probabilities(rng, shape) -> np.ndarray:
@@ -51,23 +54,16 @@ def _mismatch(a: np.ndarray, b: np.ndarray) -> float:
 
 
 # ---------------------------------------------------------------- step 1
+@_self_check
 def check_softmax_jacobian(softmax_jacobian: Callable) -> None:
     """Self-check ``softmax_jacobian(p)``: worked cases, then a batch's shape, symmetry, row sums and differences.
 
-    Parameters
-    ----------
-    softmax_jacobian : callable
-        The learner's function: ``p`` (..., n), float, rows of probabilities; returns the Jacobians diag(p)
-        − p pᵀ, shape (..., n, n).
+    The learner's function: ``p`` (..., n), float, rows of probabilities; returns the Jacobians diag(p) − p pᵀ,
+    shape (..., n, n).
 
-    Raises
-    ------
-    SelfCheckFailed
-        When a worked case differs, a Jacobian is not symmetric or its rows do not sum to 0, or a row's
-        Jacobian differs from central differences of the softmax.
+    Fails when a Jacobian is not symmetric or its rows do not sum to 0, or a row's Jacobian differs from central
+    differences of the softmax.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "softmax_jacobian", softmax_jacobian)
     rng = np.random.default_rng(66)
     p = _probabilities(rng, (2, 3, 5))
     J = float_array("softmax_jacobian(p) for p of shape (2, 3, 5)", call(softmax_jacobian, p), (2, 3, 5, 5),
@@ -92,23 +88,16 @@ def check_softmax_jacobian(softmax_jacobian: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 2
+@_self_check
 def check_softmax_backward(softmax_backward: Callable) -> None:
     """Self-check ``softmax_backward(p, grad_p)``: worked cases, then a batch, row sums, blocked entries, shifts.
 
-    Parameters
-    ----------
-    softmax_backward : callable
-        The learner's function: ``p`` (..., n) rows of probabilities and ``grad_p`` (..., n), float; returns
-        the gradient reaching the logits, p ⊙ (g − ⟨g, p⟩), shape (..., n).
+    The learner's function: ``p`` (..., n) rows of probabilities and ``grad_p`` (..., n), float; returns the
+    gradient reaching the logits, p ⊙ (g − ⟨g, p⟩), shape (..., n).
 
-    Raises
-    ------
-    SelfCheckFailed
-        When a worked case differs, a batch gives another shape, a row's gradient does not sum to 0, a
-        blocked entry (p = 0) gets gradient, or a shift of ``grad_p`` changes the result.
+    Fails when a batch gives another shape, a row's gradient does not sum to 0, a blocked entry (p = 0) gets
+    gradient, or a shift of ``grad_p`` changes the result.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "softmax_backward", softmax_backward)
     rng = np.random.default_rng(67)
     p = _probabilities(rng, (2, 3, 4))
     p[0, 1] = [0.0, 0.6, 0.0, 0.4]  # a row with blocked keys
@@ -138,25 +127,17 @@ def _loss_gradients(Q, K, V, G, mask, scale):
     return tuple(_central_differences(loss_of(i), a) for i, a in enumerate((Q, K, V)))
 
 
+@_self_check
 def check_attention_backward(attention_backward: Callable) -> None:
     """Self-check ``attention_backward``: worked cases, then central differences on broadcast batches with masks.
 
-    Parameters
-    ----------
-    attention_backward : callable
-        The learner's function: ``Q`` (..., T_q, d_k), ``K`` (..., T_k, d_k), ``V`` (..., T_k, d_v),
-        ``grad_out`` (..., T_q, d_v), float, ``mask`` and ``scale`` as in the forward pass; returns ``(dQ,
-        dK, dV)`` with the shapes of Q, K, V.
+    The learner's function: ``Q`` (..., T_q, d_k), ``K`` (..., T_k, d_k), ``V`` (..., T_k, d_v), ``grad_out`` (...,
+    T_q, d_v), float, ``mask`` and ``scale`` as in the forward pass; returns ``(dQ, dK, dV)`` with the shapes of Q,
+    K, V.
 
-    Raises
-    ------
-    SelfCheckFailed
-        When a worked case differs, the result is not a tuple (dQ, dK, dV), a query row with no allowed key
-        gets a non-zero dQ row, or a gradient differs from central differences of the given
-        attention_forward.
+    Fails when the result is not a tuple (dQ, dK, dV), a query row with no allowed key gets a non-zero dQ row, or a
+    gradient differs from central differences of the given attention_forward.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "attention_backward", attention_backward)
     rng = np.random.default_rng(68)
     Q, K, V, G = rng.normal(size=(2, 3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2)), rng.normal(size=(2, 3, 2))
     mask = rng.random((2, 3, 5)) < 0.7
@@ -182,23 +163,16 @@ def check_attention_backward(attention_backward: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 4
+@_self_check
 def check_numerical_gradient(numerical_gradient: Callable) -> None:
     """Self-check ``numerical_gradient(f, x, eps)``: worked cases, then a loss whose gradient is known exactly.
 
-    Parameters
-    ----------
-    numerical_gradient : callable
-        The learner's function: ``f`` (a scalar function of an array), ``x`` (any shape, float) and ``eps``;
-        returns the central-difference gradient, float64, shape of ``x``.
+    The learner's function: ``f`` (a scalar function of an array), ``x`` (any shape, float) and ``eps``; returns the
+    central-difference gradient, float64, shape of ``x``.
 
-    Raises
-    ------
-    SelfCheckFailed
-        When a worked case differs, ``x`` is modified, or with the default eps the result is off the exact
-        gradient of a cubic loss by a relative error over 1e-6.
+    Fails when ``x`` is modified, or with the default eps the result is off the exact gradient of a cubic loss by a
+    relative error over 1e-6.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "numerical_gradient", numerical_gradient)
     rng = np.random.default_rng(69)
     loss = CubicLoss(*(rng.normal(size=(3, 2)) for _ in range(4)))
     x = rng.normal(size=(3, 2))
@@ -212,23 +186,16 @@ def check_numerical_gradient(numerical_gradient: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 5
+@_self_check
 def check_relative_error(relative_error: Callable) -> None:
     """Self-check ``relative_error(analytic, numerical)``: worked cases, then 0, 1, symmetry on 3-D arrays.
 
-    Parameters
-    ----------
-    relative_error : callable
-        The learner's function: two arrays ``analytic`` and ``numerical`` of one shape; returns ‖a − n‖₂ /
-        max(‖a‖₂, ‖n‖₂) as a float (0 when both are 0).
+    The learner's function: two arrays ``analytic`` and ``numerical`` of one shape; returns ‖a − n‖₂ / max(‖a‖₂,
+    ‖n‖₂) as a float (0 when both are 0).
 
-    Raises
-    ------
-    SelfCheckFailed
-        When a worked case differs, the result is not one number for whole arrays, equal arrays do not give
-        0, an array against zeros does not give 1, or swapping the arguments changes the result.
+    Fails when the result is not one number for whole arrays, equal arrays do not give 0, an array against zeros
+    does not give 1, or swapping the arguments changes the result.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "relative_error", relative_error)
     rng = np.random.default_rng(70)
     a, b = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3, 4))
     values = [call(relative_error, *pair) for pair in ((a, a), (a, np.zeros_like(a)), (a, b), (b, a))]

@@ -14,9 +14,10 @@ A visual (``attention_lab/aNN_<topic>/visual.py``) says only what it draws:
   and draws the first picture;
 * its ``explore_*`` function returns :func:`unless_grading` of the explorer,
   so that nothing is drawn while nbgrader runs the notebook;
-* an attention heatmap offers the course's colour scales through
-  :func:`colour_scale_control`, and its figure draws them with
-  :meth:`ExplorerFigure.add_weight_colour_bar` and
+* an explorer of attention heatmaps subclasses :class:`HeatmapExplorer`, which
+  keeps the learner's functions and makes the T slider and the control of the
+  course's colour scales (:func:`colour_scale_control`); its figure draws them
+  with :meth:`ExplorerFigure.add_weight_colour_bar` and
   :meth:`ExplorerFigure.show_colour_scale`.
 
 Only public ipywidgets and matplotlib APIs are used.
@@ -506,3 +507,52 @@ class Explorer(CoalescedRedraw):
             self.summary.value = error_html(error)
         self.image.value = self.render(settings)
         self.redraws += 1
+
+
+class HeatmapExplorer(Explorer):
+    """Base of the explorers of attention heatmaps: the learner's functions, a T slider and the colour scale.
+
+    Each of them draws the weights of the learner's ``functions`` over T query and key positions, for
+    random inputs (:class:`HeatmapSettings`: a seed and the colour scale). A subclass checks its initial
+    settings, calls this ``__init__``, makes its other controls and calls :meth:`start` with the two made here.
+
+    Parameters
+    ----------
+    figure : ExplorerFigure
+        The figure (see :class:`Explorer`).
+    functions : sequence of callable
+        The learner's functions it draws, kept in order as :attr:`functions`; they are called through
+        :func:`call_for_visual`, so a re-run cell's new definition is the one used.
+    T : int
+        The initial number of query and key positions, 2 ≤ T ≤ ``T_max`` (checked by the subclass, whose
+        message says what is allowed).
+    T_max : int
+        The largest T the slider offers.
+    T_tooltip : str
+        What T is, in the explorer's words ("sequence length: number of query and key positions").
+    colour_scale : str
+        The heatmaps' initial colour scale, one of :data:`~attention_lab.core.plots.COLOUR_SCALES`.
+    sync : bool
+        As for :class:`Explorer`.
+
+    Attributes
+    ----------
+    functions : tuple of callable
+    T_slider : ipywidgets.IntSlider
+    colour_dropdown : ipywidgets.Dropdown
+        :func:`colour_scale_control`.
+
+    Raises
+    ------
+    ValueError
+        If ``colour_scale`` is not one of the scales; the message lists them.
+    """
+
+    def __init__(self, figure: ExplorerFigure, functions: Sequence[Callable], *, T: int, T_max: int, T_tooltip: str,
+                 colour_scale: str, sync: bool):
+        import ipywidgets as widgets
+
+        self.colour_dropdown = colour_scale_control(colour_scale)  # first: an unknown scale builds no widget
+        super().__init__(figure, sync=sync)
+        self.functions = tuple(functions)
+        self.T_slider = control(widgets.IntSlider, "T", T, T_tooltip, min=2, max=T_max)

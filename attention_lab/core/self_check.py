@@ -1,22 +1,27 @@
-"""Helpers shared by the visible self-check modules (``checks``, ``multi_head_checks``, ...).
+"""Helpers shared by the visible self-check modules (``attention_lab/aNN_<topic>/checks.py``).
 
 A self-check prints one line per passed test and stops at the first failure
 with a :class:`~attention_lab.core.worked.SelfCheckFailed` in plain words, which a
 notebook shows as that message alone (no frames of this package). Every call
 into a learner's function goes through :func:`call_recording_warnings`, so
 that each self-check checks what the grader charges without hidden inputs:
-no exception, no endless loop, inputs left unchanged.
+no exception, no endless loop, inputs left unchanged. :func:`self_check` makes
+a check of one learner's function from the properties it tests: the worked
+cases first, and the docstring every check has.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import textwrap
 from typing import Callable
 
 import numpy as np
 
 from attention_lab.core.calls import call_learner
-from attention_lab.core.worked import CALL_SECONDS, SelfCheckFailed, changed_arguments, describe_failure, \
-    in_place_message
+from attention_lab.core.worked import CALL_SECONDS, SelfCheckFailed, changed_arguments, check_worked_cases, \
+    describe_failure, in_place_message
 
 
 def fail(message: str) -> None:
@@ -45,6 +50,85 @@ def ok(message: str) -> None:
         What the learner's function does right.
     """
     print(f"✓ {message}")
+
+
+LEARNER = "The learner's function"  #: how a check's docstring starts the paragraph on the function it checks
+FAILS = "Fails "  #: how it starts the last paragraph, on when the check fails
+
+
+def _section(title: str, entries: list[tuple[str, str]]) -> str:
+    """A numpydoc section: its title, the underline, each entry's head and its text indented and wrapped."""
+    lines = [title, "-" * len(title)]
+    for head, text in entries:
+        lines += [head, textwrap.fill(" ".join(text.split()), 100, initial_indent="    ", subsequent_indent="    ",
+                                      break_long_words=False, break_on_hyphens=False)]
+    return "\n".join(lines)
+
+
+def _check_docstring(body: Callable, name: str, worked_cases: bool) -> str:
+    """The numpydoc docstring of the check made of ``body`` (see :func:`self_check`)."""
+    paragraphs = inspect.cleandoc(body.__doc__ or "").split("\n\n")
+    if len(paragraphs) < 3 or not paragraphs[-2].startswith(LEARNER) or not paragraphs[-1].startswith(FAILS):
+        raise TypeError(f"{body.__name__}'s docstring should end with a paragraph \"{LEARNER}…\" (what {name} takes "
+                        f"and returns) and one \"{FAILS}when …\"")
+    fails = paragraphs[-1].removeprefix(FAILS)
+    raises = (f"At the first worked case it gets wrong (naming the known mistake where one matches), then {fails}"
+              if worked_cases else fails[:1].upper() + fails[1:])
+    return "\n\n".join([*paragraphs[:-2], _section("Parameters", [(f"{name} : callable", paragraphs[-2])]),
+                        _section("Raises", [("SelfCheckFailed", raises)])]) + "\n"
+
+
+def self_check(assignment: str, body: Callable | None = None, *, worked_cases: bool = True,
+               select: Callable[[dict], bool] | None = None):
+    """Make ``body(function, …)`` the self-check of a learner's function: its worked cases first, then the body.
+
+    A decorator for the checks of an assignment (``@self_check(ASSIGNMENT)``, or with options
+    ``@self_check(ASSIGNMENT, select=…)``). The learner's function is the first parameter of ``body``, named
+    as the function (``check_softmax(softmax)``): the check runs that function's worked cases of
+    ``assignment`` (:func:`~attention_lab.core.worked.check_worked_cases`, one ✓ line), then ``body``, which
+    tests the properties every correct answer has.
+
+    ``body``'s docstring says what is particular to the check: its summary (and any paragraph after it), then
+    a paragraph "The learner's function: …" (what it takes and returns) and a last one "Fails when …". The
+    check's docstring turns these two into the Parameters and Raises sections of numpydoc, which every
+    self-check has, so that ``help(check_softmax)`` reads as any numpydoc docstring.
+
+    Parameters
+    ----------
+    assignment : str
+        The assignment whose worked cases are run ("01_scaled_dot_product_attention").
+    body : callable, optional
+        The checks of the properties; without it, the decorator with these options is returned.
+    worked_cases : bool
+        False for a check whose body runs the worked cases itself (after a test that must come first, or
+        with an explanation of its own) or that has none.
+    select : callable, optional
+        ``select(case) -> bool`` keeps only some of the function's worked cases (a step that checks one
+        feature of the function, e.g. ``scale=False``).
+
+    Returns
+    -------
+    callable
+        The check, with ``body``'s name and signature (or the decorator, without ``body``).
+
+    Raises
+    ------
+    TypeError
+        If ``body``'s docstring does not end with those two paragraphs.
+    """
+    if body is None:
+        return functools.partial(self_check, assignment, worked_cases=worked_cases, select=select)
+    name = next(iter(inspect.signature(body).parameters))
+
+    @functools.wraps(body)
+    def check(function: Callable, *args, **kwargs):
+        __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+        if worked_cases:
+            check_worked_cases(assignment, name, function, select=select)
+        return body(function, *args, **kwargs)
+
+    check.__doc__ = _check_docstring(body, name, worked_cases)
+    return check
 
 
 def learner_name(function) -> str:

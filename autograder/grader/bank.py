@@ -19,13 +19,14 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import numpy as np
 
 from autograder.course import REPO
 from autograder.grader.answers import run_cell, source_solutions
-from autograder.grader.spec import Variant
+from autograder.grader.questions import Questions
+from autograder.grader.spec import Assignment, Variant
 
 
 @dataclass(frozen=True)
@@ -177,5 +178,26 @@ def run_cells(cells: Mapping[str, str]) -> dict:
 #: (assignment, mistake key, autograder-test grade_id) → why the visible self-check cannot see the mistake:
 #: the known mistakes that lose points in a step although that step's visible self-check passes, each with
 #: the reason only the hidden inputs can expose it (``tests/test_checks_agree_with_grader.py`` checks every
-#: other mistake against the self-checks, and README.md's developer section shows this list).
+#: other mistake against the self-checks, and README.md's developer section shows this list). The questions'
+#: wrong answers need no entry here: :func:`hidden_inputs_only` adds them.
 HIDDEN_INPUTS_ONLY: dict[tuple[str, str, str], str] = {}
+
+
+def hidden_inputs_only(assignments: Iterable[Assignment]) -> dict[tuple[str, str, str], str]:
+    """Every known mistake of ``assignments`` that only hidden inputs expose, with the reason.
+
+    Parameters
+    ----------
+    assignments : iterable of Assignment
+
+    Returns
+    -------
+    dict
+        (assignment, mistake key, grade_id) → reason: the entries of :data:`HIDDEN_INPUTS_ONLY`, and each wrong
+        answer of each question of ``assignments`` (:attr:`Assignment.questions`), whose visible check tests the
+        format only (:data:`autograder.grader.questions.QUESTION_REASON`).
+    """
+    entries = dict(HIDDEN_INPUTS_ONLY)
+    for assignment in assignments:
+        entries.update(Questions(assignment.questions).hidden_inputs_only(assignment.name))
+    return entries

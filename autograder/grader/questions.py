@@ -17,13 +17,18 @@ answer a correct variant (:attr:`Questions.correct`), so the answer bank, the te
 count them like the steps' mistakes and variants. The answers live here, in ``autograder/``, never in the
 student package or ``release/``.
 
-A spec declares its questions with :class:`Questions` and hands them to its :class:`Assignment`::
+A spec declares its questions with :class:`Questions` and hands them to its :class:`Assignment`, which adds their
+steps, correct variants and known mistakes to its own::
 
     QUESTIONS = Questions()
     QUESTIONS.add("nan_rows", "NaN rows", Members(4), {0, 2}, wrong={...}, also_correct=("[2, 0]",))
-    ASSIGNMENT = Assignment(..., steps=(*STEPS, *QUESTIONS.steps), correct={**CORRECT, **QUESTIONS.correct},
-                            mistakes={**MISTAKES, **QUESTIONS.mistakes})
-    HIDDEN_INPUTS_ONLY.update(QUESTIONS.hidden_inputs_only(NAME))
+    ASSIGNMENT = Assignment(..., steps=STEPS, questions=QUESTIONS, correct=CORRECT, mistakes=MISTAKES)
+
+Their wrong answers are on the list of mistakes only hidden inputs expose
+(:func:`autograder.grader.bank.hidden_inputs_only`) because they are questions. (A spec may also spread them in by
+hand, ``steps=(*STEPS, *QUESTIONS.steps)``, ``correct={**CORRECT, **QUESTIONS.correct}``, likewise ``mistakes``,
+and add ``QUESTIONS.hidden_inputs_only(NAME)`` to :data:`~autograder.grader.bank.HIDDEN_INPUTS_ONLY`: the same
+assignment.)
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from autograder.grader.spec import Case, Step, Variant
 
 __all__ = ["Question", "Questions", "Choice", "Number", "Members", "QUESTION_REASON"]
 
-#: why a question's wrong answers are on :data:`autograder.grader.bank.HIDDEN_INPUTS_ONLY` (README's words)
+#: why a question's wrong answers are among the mistakes only hidden inputs expose (README's words)
 QUESTION_REASON = ("a question's visible check tests only the format of the answer (a letter, a number, a set): "
                    "which answer is right only the grader knows, outside the learner's kernel")
 
@@ -174,6 +179,9 @@ class Questions(list):
         return {key: variant for question in self for key, variant in question.variants()[1].items()}
 
     def hidden_inputs_only(self, assignment: str) -> dict[tuple[str, str, str], str]:
-        """The entries of :data:`autograder.grader.bank.HIDDEN_INPUTS_ONLY` for these questions' wrong answers."""
+        """(assignment, mistake key, grade_id) → :data:`QUESTION_REASON` for these questions' wrong answers.
+
+        The entries of :func:`autograder.grader.bank.hidden_inputs_only` for them.
+        """
         return {(assignment, key, question.grade_id): QUESTION_REASON
                 for question in self for key in question.variants()[1]}

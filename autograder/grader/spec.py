@@ -160,7 +160,7 @@ class Assignment:
     reference : dict of str to callable
         Function name → reference implementation (from ``autograder.assignments.a01_attention.reference*``).
     steps : tuple of Step
-        In notebook order.
+        In notebook order; the steps of the :attr:`questions` come last.
     correct : dict of str to Variant
         Correct but differently written answers (at least 8); each earns full marks.
     mistakes : dict of str to Variant
@@ -171,6 +171,18 @@ class Assignment:
         student package (:mod:`autograder.grader.worked_cases`).
     example_students : dict of str to Variant
         The embedded example class for this assignment (student id → answer).
+    questions : sequence of Question
+        The questions that check understanding, in notebook order (:mod:`autograder.grader.questions`; a spec
+        passes its ``QUESTIONS``). The assignment adds each one's step after :attr:`steps`, its other spellings of
+        the answer to :attr:`correct` and its wrong answers to :attr:`mistakes`; afterwards this attribute is the
+        tuple of every question among the steps, so that a spec may also spread them in by hand
+        (``steps=(*STEPS, *QUESTIONS.steps)``, ``correct={**CORRECT, **QUESTIONS.correct}``, likewise
+        ``mistakes``) and pass no ``questions``.
+
+    Raises
+    ------
+    ValueError
+        If a question's ``grade_id`` is already the ``grade_id`` of another step.
     """
 
     name: str
@@ -181,11 +193,25 @@ class Assignment:
     mistakes: Mapping[str, Variant]
     worked_cases: tuple[Case, ...] = ()
     example_students: Mapping[str, Variant] = field(default_factory=dict)
+    questions: Sequence[Any] = ()
 
-    @property
-    def questions(self) -> tuple:
-        """The questions that check understanding, in notebook order (:mod:`autograder.grader.questions`)."""
-        return tuple(step.question for step in self.steps if step.question is not None)
+    def __post_init__(self):
+        steps, correct, mistakes = tuple(self.steps), dict(self.correct), dict(self.mistakes)
+        for question in self.questions:
+            taken = next((step for step in steps if step.grade_id == question.grade_id), None)
+            if taken is not None and taken.question is question:
+                continue  # handed in again (dataclasses.replace): its step and variants are in already
+            if taken is not None:
+                raise ValueError(f"assignment {self.name}: question {question.name!r} has the grade_id of another "
+                                 f"step, {question.grade_id!r}")
+            question_correct, question_mistakes = question.variants()
+            steps += (question.step(),)
+            correct.update(question_correct)
+            mistakes.update(question_mistakes)
+        object.__setattr__(self, "steps", steps)
+        object.__setattr__(self, "correct", correct)
+        object.__setattr__(self, "mistakes", mistakes)
+        object.__setattr__(self, "questions", tuple(step.question for step in steps if step.question is not None))
 
     @property
     def function_mistakes(self) -> dict[str, Variant]:
@@ -214,7 +240,7 @@ class Steps(list):
 
     A spec makes ``STEPS = Steps()``, puts ``@STEPS.add(grade_id, title, diagnose)`` above each
     ``cases(seed=…)`` builder in the order of the notebook's autograder-test cells, and passes
-    ``steps=tuple(STEPS)`` to :class:`Assignment`. The builder is kept as it is (it is ``Step.cases``).
+    ``steps=STEPS`` to :class:`Assignment` (which keeps them as a tuple). The builder is kept as it is (it is ``Step.cases``).
     """
 
     def add(self, grade_id: str, title: str, diagnose: Callable[[Case, Any, Any], list[str]] | None = None):

@@ -12,7 +12,6 @@ import numpy as np
 
 from autograder.assignments.a01_attention import reference
 from autograder.grader.diagnosis import scale_ratio
-from autograder.grader.bank import HIDDEN_INPUTS_ONLY
 from autograder.grader.questions import Members, Number, Questions
 from autograder.grader.spec import Assignment, Case, Steps, Variant, combined, functions
 from autograder.assignments.a01_attention.bank import CORRECT, MISTAKES
@@ -242,12 +241,11 @@ QUESTIONS.add("entropy_ceiling", "entropy ceiling", Number(0.01), 2.0794, wrong=
     3.0: "that is log₂ 8, in bits: entropy in this course is in nats (the natural logarithm).",
     0.0: "0 nats is the smallest entropy (a one-hot row), not the largest.",
 }, also_correct=("2.08", "2.079"))
-HIDDEN_INPUTS_ONLY.update(QUESTIONS.hidden_inputs_only(NAME))
 
 
 ASSIGNMENT = Assignment(
-    name=NAME, notebook="scaled_dot_product_attention.ipynb", steps=(*STEPS, *QUESTIONS.steps),
-    correct={**CORRECT, **QUESTIONS.correct}, mistakes={**MISTAKES, **QUESTIONS.mistakes},
+    name=NAME, notebook="scaled_dot_product_attention.ipynb", steps=STEPS, questions=QUESTIONS,
+    correct=CORRECT, mistakes=MISTAKES,
     reference=functions(reference, "softmax attention_scores causal_mask scaled_dot_product_attention "
                                    "causal_self_attention attention_entropy"),
     worked_cases=_worked_cases(),

@@ -16,7 +16,6 @@ import numpy as np
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a02_multi_head import reference as multi_head
 from autograder.grader.diagnosis import scale_ratio
-from autograder.grader.bank import HIDDEN_INPUTS_ONLY
 from autograder.grader.questions import Choice, Number, Questions
 from autograder.grader.spec import Assignment, Case, Steps, combined, functions
 from autograder.assignments.a02_multi_head.bank import CORRECT, MISTAKES
@@ -279,12 +278,11 @@ QUESTIONS.add("weight_count", "weight count", Number(0.5), 16384, wrong={
     131072: "the heads do not each get a full (d_model, d_model) matrix: W_q, W_k and W_v are split among the heads.",
     12288: "that counts W_q, W_k and W_v only: the output projection W_o is (d_model, d_model) too.",
 }, also_correct=("16384.0",))
-HIDDEN_INPUTS_ONLY.update(QUESTIONS.hidden_inputs_only(NAME))
 
 
 ASSIGNMENT = Assignment(
-    name=NAME, notebook="multi_head_attention.ipynb", steps=(*STEPS, *QUESTIONS.steps),
-    correct={**CORRECT, **QUESTIONS.correct}, mistakes={**MISTAKES, **QUESTIONS.mistakes},
+    name=NAME, notebook="multi_head_attention.ipynb", steps=STEPS, questions=QUESTIONS,
+    correct=CORRECT, mistakes=MISTAKES,
     reference={**functions(reference, "softmax scaled_dot_product_attention attention_entropy"),
                **functions(multi_head, "split_heads merge_heads multi_head_attention")},
     worked_cases=_worked_cases(),

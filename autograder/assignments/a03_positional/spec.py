@@ -15,7 +15,6 @@ import numpy as np
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a03_positional import reference as positional
 from autograder.grader.diagnosis import scale_ratio
-from autograder.grader.bank import HIDDEN_INPUTS_ONLY
 from autograder.grader.questions import Choice, Number, Questions
 from autograder.grader.spec import Assignment, Case, Steps, functions
 from autograder.assignments.a03_positional.bank import CORRECT, MISTAKES
@@ -329,12 +328,11 @@ QUESTIONS.add("pe_self_dot", "PE(t)·PE(t)", Number(0.01), 8, wrong={
     1: "the encodings are not unit vectors: every (sin, cos) pair of columns adds 1 to the squared length.",
     0: "PE(t)·PE(t) is a squared length, and every (sin, cos) pair adds sin² + cos² = 1 to it, whatever t.",
 }, also_correct=("8.0", "8.004"))
-HIDDEN_INPUTS_ONLY.update(QUESTIONS.hidden_inputs_only(NAME))
 
 
 ASSIGNMENT = Assignment(
-    name=NAME, notebook="positional_encoding.ipynb", steps=(*STEPS, *QUESTIONS.steps),
-    correct={**CORRECT, **QUESTIONS.correct}, mistakes={**MISTAKES, **QUESTIONS.mistakes},
+    name=NAME, notebook="positional_encoding.ipynb", steps=STEPS, questions=QUESTIONS,
+    correct=CORRECT, mistakes=MISTAKES,
     reference={**functions(positional, "sinusoidal_positional_encoding dot_product_by_offset offset_rotation"),
                **functions(reference, "softmax scaled_dot_product_attention"),
                **functions(positional, "self_attention add_positions permutation_gap")},

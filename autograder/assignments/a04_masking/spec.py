@@ -20,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.assignments.a04_masking import reference as ref
-from autograder.grader.bank import HIDDEN_INPUTS_ONLY
 from autograder.grader.questions import Choice, Members, Questions
 from autograder.grader.spec import Assignment, Case, Steps, combined, functions
 from autograder.assignments.a04_masking.bank import CORRECT, MISTAKES
@@ -291,12 +290,11 @@ QUESTIONS.add("fully_masked", "fully masked rows", Members(3), {1}, wrong={
     frozenset({0, 1, 2}): "under the causal mask every query sees key 0, which is a real token whenever the "
                           "length is at least 1.",
 }, also_correct=("[1]", "{1.0}"))
-HIDDEN_INPUTS_ONLY.update(QUESTIONS.hidden_inputs_only(NAME))
 
 
 ASSIGNMENT = Assignment(
-    name=NAME, notebook="masks_and_stability.ipynb", steps=(*STEPS, *QUESTIONS.steps),
-    correct={**CORRECT, **QUESTIONS.correct}, mistakes={**MISTAKES, **QUESTIONS.mistakes},
+    name=NAME, notebook="masks_and_stability.ipynb", steps=STEPS, questions=QUESTIONS,
+    correct=CORRECT, mistakes=MISTAKES,
     reference=functions(ref, "padding_mask causal_padding_mask masked_softmax masked_attention"),
     worked_cases=_worked_cases(),
     example_students={

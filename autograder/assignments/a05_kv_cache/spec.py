@@ -17,7 +17,6 @@ import numpy as np
 
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a05_kv_cache import reference as kv
-from autograder.grader.bank import HIDDEN_INPUTS_ONLY
 from autograder.grader.questions import Choice, Number, Questions
 from autograder.grader.spec import Assignment, Case, Steps, Variant, combined, functions
 from autograder.assignments.a05_kv_cache.bank import CORRECT, MISTAKES
@@ -310,12 +309,11 @@ QUESTIONS.add("cache_bytes", "cache memory", Number(0.5), 36864, wrong={
     73728: "float16 takes 2 bytes per number, not 4 (that is float32).",
     3072: "the cache is kept for every layer, not only one.",
 }, also_correct=("36864.0", "3.6864e4"))
-HIDDEN_INPUTS_ONLY.update(QUESTIONS.hidden_inputs_only(NAME))
 
 
 ASSIGNMENT = Assignment(
-    name=NAME, notebook="kv_cache.ipynb", steps=(*STEPS, *QUESTIONS.steps),
-    correct={**CORRECT, **QUESTIONS.correct}, mistakes={**MISTAKES, **QUESTIONS.mistakes},
+    name=NAME, notebook="kv_cache.ipynb", steps=STEPS, questions=QUESTIONS,
+    correct=CORRECT, mistakes=MISTAKES,
     reference={**functions(reference, "softmax scaled_dot_product_attention"),
                **functions(kv, "causal_mask attend_with_cache"), "decode_incrementally": _full_causal_attention,
                **functions(kv, "attention_cost_per_token")},

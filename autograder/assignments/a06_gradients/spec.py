@@ -21,7 +21,6 @@ from attention_lab.core.losses import CubicLoss
 from autograder.assignments.a06_gradients import bank, diagnoses
 from autograder.assignments.a06_gradients import reference as ref
 from autograder.grader.draft_rewrites import apply_edit
-from autograder.grader.bank import HIDDEN_INPUTS_ONLY
 from autograder.grader.questions import Choice, Number, Questions
 from autograder.grader.spec import Assignment, Case, Step, Variant
 
@@ -154,7 +153,6 @@ QUESTIONS.add("uniform_gain", "gain of a uniform row", Number(0.005), 0.25, wron
     0.1875: "1/n − 1/n² is a diagonal entry of the Jacobian; its gain ‖J‖₂ is its largest singular value.",
     1.0: "a softmax Jacobian diag(p) − ppᵀ never has a gain above 1/2.",
 }, also_correct=("0.250", "2.5e-1"))
-HIDDEN_INPUTS_ONLY.update(QUESTIONS.hidden_inputs_only(NAME))
 
 
 ASSIGNMENT = Assignment(
@@ -167,9 +165,10 @@ ASSIGNMENT = Assignment(
         "numerical_gradient": ref.numerical_gradient,
         "relative_error": ref.relative_error,
     },
-    steps=(*(_step(function) for function in bank.STEPS), *QUESTIONS.steps),
-    correct={**CORRECT, **QUESTIONS.correct},
-    mistakes={**MISTAKES, **QUESTIONS.mistakes},
+    steps=tuple(_step(function) for function in bank.STEPS),
+    questions=QUESTIONS,
+    correct=CORRECT,
+    mistakes=MISTAKES,
     worked_cases=_worked_cases(),
     example_students={
         "cyd-outer-product-added": MISTAKES["jacobian_outer_plus"],
