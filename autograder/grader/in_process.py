@@ -17,6 +17,7 @@ from pathlib import Path
 from attention_lab.core import probe, values as wire
 from autograder.grader.answers import REPO, answer_namespace
 from autograder.grader.comparison import Grader, StepResult
+from autograder.grader.memory_limit import run_with_memory_limit
 from autograder.nbgrader.notebook_cells import read_json, test_cells
 from autograder.grader.probe_output import screen_results
 from autograder.grader.spec import Assignment, Variant
@@ -40,9 +41,19 @@ def points_of(assignment: Assignment, course_dir: Path = REPO) -> dict[str, floa
 
 
 def kernel_results(namespace: dict, request: dict) -> dict | None:
-    """What the grader reads of the kernel's answer to ``request``: the same JSON round trips and screening."""
+    """What the grader reads of the kernel's answer to ``request``: the same JSON round trips and screening.
+
+    A request with a case that has a memory limit (:attr:`~autograder.grader.spec.Case.memory_limit`) is
+    answered in a child process under that limit, as the sandboxed kernel answers it under its own.
+    """
     sent = wire.unpack(wire.pack(request))
-    return screen_results(request, json.loads(json.dumps(probe.collect(namespace, sent))))[0]
+    limits = [case["memory_limit"] for case in request["cases"] if case.get("memory_limit")]
+    if limits:
+        seconds = sum(float(case["seconds"]) for case in request["cases"]) + 30
+        answer = run_with_memory_limit(lambda: probe.collect(namespace, sent), max(limits), seconds)
+    else:
+        answer = probe.collect(namespace, sent)
+    return screen_results(request, json.loads(json.dumps(answer)))[0]
 
 
 def grade_answers(assignment: Assignment, cells: dict[str, str], course_dir: Path = REPO, *,
