@@ -43,7 +43,7 @@ from attention_lab.core import values as wire
 from attention_lab.core.calls import FunctionTimedOut, call_learner
 from attention_lab.core.probe import call_digest
 from autograder.grader.answers import REPO, answer_namespace
-from autograder.grader.memory_limit import run_with_memory_limit
+from autograder.grader.memory_limit import reachable_code, run_with_memory_limit
 from attention_lab.core.compare import CheckFailed, describe, expect_array
 from autograder.grader.spec import Assignment, Case, Step, Variant
 
@@ -288,6 +288,7 @@ class Grader:
         self.earlier = self._earlier_functions()
         self._expected: dict[tuple[str, int], Any] = {}
         self._outputs: dict[tuple, Any] = {}
+        self._limited_outputs: dict[tuple, Any] = {}  # memory-limited cases' outputs by reachable code
         self._namespaces: dict[frozenset, dict] = {}
         self._stand_ins: dict[str, dict | None] = {}
         self._limits: dict[str, tuple[int, int]] = {}
@@ -349,9 +350,16 @@ class Grader:
                 self._namespaces[cells_key] = answer_namespace(
                     self.assignment.name, self.assignment.notebook, dict(cells), self.course_dir)
             case = self.cases[grade_id][index]
-            function = self._namespaces[cells_key].get(case.function)
-            self._outputs[key] = (_quiet_call(function, case.args, case.kwargs, case) if callable(function)
-                                  else Raised("NameError"))
+            namespace = self._namespaces[cells_key]
+            function = namespace.get(case.function)
+            code = reachable_code(namespace, case.function) if case.memory_limit is not None else None
+            if code is not None and (code, grade_id, index) in self._limited_outputs:
+                self._outputs[key] = self._limited_outputs[code, grade_id, index]  # the same code ran on it already
+            else:
+                self._outputs[key] = (_quiet_call(function, case.args, case.kwargs, case) if callable(function)
+                                      else Raised("NameError"))
+                if code is not None:
+                    self._limited_outputs[code, grade_id, index] = self._outputs[key]
         return self._outputs[key]
 
     def stand_in(self, grade_id: str, call: Any) -> tuple[str, dict] | None:

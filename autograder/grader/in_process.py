@@ -11,19 +11,24 @@ nbgrader gives the same scores.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 from pathlib import Path
 
 from attention_lab.core import probe, values as wire
 from autograder.grader.answers import REPO, answer_namespace
 from autograder.grader.comparison import Grader, StepResult
-from autograder.grader.memory_limit import run_with_memory_limit
+from autograder.grader.memory_limit import reachable_code, run_with_memory_limit
 from autograder.nbgrader.notebook_cells import read_json, test_cells
 from autograder.grader.probe_output import screen_results
 from autograder.grader.spec import Assignment, Variant
 from autograder.grader.stand_ins import run_passes
 
 _GRADERS: dict[tuple[str, str, int | None], Grader] = {}
+#: answers to requests with a memory-limited case, by request and reachable code (each run takes seconds)
+_LIMITED: dict[tuple, dict] = {}
+MAX_LIMITED = 256
 
 
 def grader_for(assignment: Assignment, course_dir: Path = REPO, seed: int | None = None) -> Grader:
@@ -46,11 +51,25 @@ def kernel_results(namespace: dict, request: dict) -> dict | None:
     A request with a case that has a memory limit (:attr:`~autograder.grader.spec.Case.memory_limit`) is
     answered in a child process under that limit, as the sandboxed kernel answers it under its own.
     """
-    sent = wire.unpack(wire.pack(request))
+    packed = wire.pack(request)
+    sent = wire.unpack(packed)
     limits = [case["memory_limit"] for case in request["cases"] if case.get("memory_limit")]
     if limits:
-        seconds = sum(float(case["seconds"]) for case in request["cases"]) + 30
-        answer = run_with_memory_limit(lambda: probe.collect(namespace, sent), max(limits), seconds)
+        # trusted answers on a machine that may be loaded: three times the case's own time, as the grader gives
+        # trusted code (the sandbox holds learners to the case's time)
+        for case in sent["cases"]:
+            case["seconds"] = 3 * float(case["seconds"])
+        codes = [reachable_code(namespace, case["function"]) for case in request["cases"]]
+        key = None if None in codes else (hashlib.sha256(packed.encode() if isinstance(packed, str) else packed)
+                                          .digest(), *codes)
+        if key is None or key not in _LIMITED:
+            seconds = sum(float(case["seconds"]) for case in sent["cases"]) + 30
+            answer = run_with_memory_limit(lambda: probe.collect(namespace, sent), max(limits), seconds)
+            if key is not None:
+                if len(_LIMITED) >= MAX_LIMITED:
+                    _LIMITED.clear()
+                _LIMITED[key] = answer
+        answer = copy.deepcopy(_LIMITED[key]) if key is not None else answer
     else:
         answer = probe.collect(namespace, sent)
     return screen_results(request, json.loads(json.dumps(answer)))[0]

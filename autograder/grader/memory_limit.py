@@ -117,3 +117,56 @@ def run_with_memory_limit(thunk: Callable[[], Any], limit_bytes: int, seconds: f
     if outcome == "raised":
         raise ChildFailed(f"the call raised in the child process: {value}")
     return value
+
+
+def reachable_code(namespace: dict, name: str) -> bytes | None:
+    """What a call of ``namespace[name]`` can run: the code of that function and of every name it reaches.
+
+    Follows the global names each function's code uses (also in nested functions), recursively: functions by
+    their compiled code and defaults, modules by name, numbers and strings by value. A call on a memory-limited
+    case takes seconds; its result depends only on this and on its inputs, so the grader and the in-process
+    model cache such results by it (two answers that differ only in a function the call never reaches — another
+    step's — share one run).
+
+    Parameters
+    ----------
+    namespace : dict
+        The answer's global namespace.
+    name : str
+        The function the case calls.
+
+    Returns
+    -------
+    bytes or None
+        A digest of that code, or None when the call can reach something this cannot describe (a class, an
+        object): such a result is not cached.
+    """
+    import hashlib
+    import marshal
+    import types
+
+    parts, seen, stack = [], set(), [name]
+    while stack:
+        current = stack.pop()
+        if current in seen or current not in namespace:
+            continue  # a builtin, or a name the call never finds (it raises NameError either way)
+        seen.add(current)
+        value = namespace[current]
+        if isinstance(value, types.FunctionType):
+            codes, names = [value.__code__], set()
+            while codes:
+                code = codes.pop()
+                names.update(code.co_names)
+                codes.extend(const for const in code.co_consts if isinstance(const, types.CodeType))
+            try:
+                parts.append((current, marshal.dumps(value.__code__), repr(value.__defaults__), repr(value.__kwdefaults__)))
+            except ValueError:
+                return None
+            stack.extend(sorted(names))
+        elif isinstance(value, types.ModuleType):
+            parts.append((current, value.__name__))
+        elif isinstance(value, (bool, int, float, str, type(None))):
+            parts.append((current, repr(value)))
+        else:
+            return None
+    return hashlib.sha256(repr(sorted(parts)).encode()).digest()
