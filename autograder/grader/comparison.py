@@ -48,6 +48,9 @@ from attention_lab.core.compare import CheckFailed, describe, expect_array
 from autograder.grader.spec import Assignment, Case, Step, Variant
 
 CALL_SECONDS = 3.0  # per hidden call in the kernel; correct code takes milliseconds on the hidden inputs
+#: trusted code's limit on a memory-limited case (seconds of work each, at idle): generous, because a loaded
+#: machine must not turn the reference's or a known mistake's slowness into a crash of the run
+TRUSTED_LIMITED_SECONDS = 600.0
 WIDTH = 100  # feedback lines are wrapped at this many columns
 UNANSWERED = "not answered yet"
 MAX_CACHED_STAND_INS = 4096  # the reference's answers to recorded calls, kept for the next submissions
@@ -109,6 +112,8 @@ def _quiet_call(function, args, kwargs, case: Case | None = None):
     learner's call runs in the sandbox (a mistake that forms a T × T matrix raises MemoryError there too).
     """
     seconds = 3 * (CALL_SECONDS if case is None else call_seconds(case))
+    if case is not None and case.memory_limit is not None:
+        seconds = max(seconds, TRUSTED_LIMITED_SECONDS)
 
     def call():
         try:
