@@ -95,8 +95,8 @@ class Case:
         ``causal_mask(1)``, which every mask gets right): it is still run and
         reported, but wrong code cannot earn points on it by accident.
     seconds : float, optional
-        The time limit of this case's call in the learner's kernel (and, three times that, of trusted
-        code's calls on it in the grader). None: the grader's default per call
+        The time limit of this case's call in the learner's kernel (trusted code's calls on it in the grader
+        get three times that, and at least 600 s on a memory-limited case). None: the grader's default per call
         (:data:`autograder.grader.comparison.CALL_SECONDS`), which every case used before; set it for a
         case that is large on purpose (assignment 7's memory case), never to make slow code pass.
     memory_limit : int, optional
