@@ -168,6 +168,10 @@ def check_tiled_memory(tiled_attention: Callable) -> None:
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(74)
     Q, K, V = (rng.normal(size=(MEMORY_T, 8)) for _ in range(3))
+    what = f"tiled_attention at T = {MEMORY_T} (tiles {MEMORY_BLOCK} × {MEMORY_BLOCK}, causal)"
+    # the graded case's rules first: its shape, and the inputs left unchanged (call names a modified argument)
+    float_array(what, call(tiled_attention, Q, K, V, MEMORY_BLOCK, MEMORY_BLOCK, True, seconds=MEMORY_SECONDS),
+                (MEMORY_T, 8), sep=", but ", finite=True)
     measured, error = attempt(traced_peak_bytes, tiled_attention, Q, K, V, MEMORY_BLOCK, MEMORY_BLOCK, True,
                               seconds=MEMORY_SECONDS)
     if error is not None:
