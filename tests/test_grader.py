@@ -13,6 +13,9 @@ import pytest
 from autograder import assignments
 from autograder.grader import comparison
 from autograder.grader.in_process import grade_answers, grade_variant, points_of
+from a07_memory_stand_in import a07_memory_stand_in  # noqa: F401 — a fixture: a07's memory step on its stand-in case
+
+pytestmark = pytest.mark.usefixtures("a07_memory_stand_in")
 
 ASSIGNMENTS = assignments.all_assignments()
 

@@ -28,8 +28,9 @@ from autograder import assignments
 from autograder.grader import bank as edits, draft_rewrites
 from autograder.grader.answers import answer_namespace, source_solutions
 from autograder.grader.in_process import grade_variant
+from a07_memory_stand_in import a07_memory_stand_in  # noqa: F401 — a fixture: a07's memory step on its stand-in case
 
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning"), pytest.mark.usefixtures("a07_memory_stand_in")]
 
 GRADED = {assignments.folder_of(name): a for name, a in assignments.all_assignments().items()}
 

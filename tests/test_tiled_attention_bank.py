@@ -2,8 +2,9 @@
 
 Runs the bank's own cells in this process (trusted code), on the hidden cases the spec hands the grader
 (tests/test_grader.py and tests/test_mistake_edits.py grade them as the grader does). The memory case runs in a
-child process under the grading sandbox's address-space limit wherever an answer is graded
-(tests/test_grader.py: every correct variant passes it, the full score matrix raises MemoryError and is named).
+child process under the grading sandbox's address-space limit wherever an answer is graded; the in-process
+tests grade it on its small stand-in (tests/a07_memory_stand_in.py), and the last test here shows that the
+solution, every correct tiled_attention and the full score matrix get the same outcome on both.
 """
 
 import json
@@ -17,7 +18,9 @@ import pytest
 
 from answer_bank_checks import BankChecks
 from conftest import REPO
+from autograder import assignments
 from autograder.grader.bank import apply_edits
+from autograder.grader.comparison import Grader, Raised
 
 from autograder.assignments.a07_tiled_attention import bank
 from autograder.assignments.a07_tiled_attention import reference as ref
@@ -113,3 +116,29 @@ def test_the_answers_of_the_conceptual_questions():
     counts = {code: int((schedule == code).sum()) for code in (ref.SKIPPED, ref.MASKED, ref.FULL)}
     assert counts == {ref.SKIPPED: 28, ref.MASKED: 8, ref.FULL: 28}
     assert schedule.size == 64
+
+
+def _memory_outcome(grader, cells: dict):
+    """What the memory step sees of an answer: the exception it raised, or whether its output is the reference's."""
+    step = "test_tiled_attention_memory"
+    got, expected = grader.output_of(cells, step, 0), grader.expected(step, 0)
+    if isinstance(got, Raised):
+        return got.type
+    return "equal" if np.allclose(got, expected, rtol=0.0, atol=1e-12) else "different"
+
+
+def test_the_memory_stand_in_gives_every_memory_relevant_answer_the_real_cases_outcome(monkeypatch):
+    # the in-process tests (tests/a07_memory_stand_in.py) grade the memory step on bank.memory_stand_in_case; this
+    # is the one test that runs the real T = 20 000 case on the bank: the solution, every correct tiled_attention
+    # and the mistake that forms the T × T matrix get the same outcome on both (equal to the reference's output,
+    # or MemoryError), and the stand-in, like the real case, lets no full matrix fit
+    A7 = assignments.all_assignments()["07_tiled_attention"]
+    answers = {"solution": {}, "full_score_matrix": A7.mistakes["full_score_matrix"].cells,
+               **{key: v.cells for key, v in A7.correct.items() if "tiled_attention" in v.cells}}
+    real = Grader(A7)
+    assert real.cases["test_tiled_attention_memory"][0].args[0].shape[0] == ref.MEMORY_CASE["T"]
+    monkeypatch.setattr(bank, "memory_case", bank.memory_stand_in_case)
+    stand_in = Grader(A7)
+    assert stand_in.cases["test_tiled_attention_memory"][0].args[0].shape[0] == bank.MEMORY_STAND_IN["T"]
+    outcomes = {key: (_memory_outcome(real, cells), _memory_outcome(stand_in, cells)) for key, cells in answers.items()}
+    assert outcomes == {key: ("MemoryError",) * 2 if key == "full_score_matrix" else ("equal",) * 2 for key in answers}

@@ -597,6 +597,27 @@ def memory_case() -> Case:
                 memory_limit=ref.SANDBOX_MEMORY_LIMIT)
 
 
+#: A small model of :func:`memory_case` for tests that grade whole answers in-process many times over (every
+#: variant with every mistake): the same causal self-attention under the same rule — one T × T float64 matrix
+#: (8 T² = 128 MB) cannot fit in the limit (24 MiB, plus the forked child's 64 MiB headroom) while the tiles
+#: (256 × 128) and the inputs do — at a fiftieth of the work. tests/test_tiled_attention_bank.py asserts that the
+#: bank's answers get the same outcome on it as on the real case; the grader only ever uses :func:`memory_case`.
+MEMORY_STAND_IN = {"T": 4_000, "d_head": 8, "block_q": 256, "block_k": 128, "causal": True,
+                   "memory_limit": 24 * 2**20}
+
+
+def memory_stand_in_case() -> Case:
+    """:data:`MEMORY_STAND_IN` as a :class:`Case` shaped like :func:`memory_case` (tests only)."""
+    spec = MEMORY_STAND_IN
+    assert 8 * spec["T"] ** 2 > spec["memory_limit"] + 64 * 2**20  # no T × T matrix fits, nor the child's headroom
+    rng = np.random.default_rng(7005)
+    Q, K, V = (rng.normal(size=(spec["T"], spec["d_head"])) for _ in range(3))
+    return Case(f"causal, T = {spec['T']} (its T × T scores would need 128 MB) in tiles of "
+                f"{spec['block_q']} × {spec['block_k']}", "tiled_attention",
+                (Q, K, V, spec["block_q"], spec["block_k"], spec["causal"]), outputs=("the output",), rtol=0.0,
+                atol=1e-12, seconds=MEMORY_CASE_SECONDS, memory_limit=spec["memory_limit"])
+
+
 def hidden_cases(include_memory_case: bool = True) -> dict[str, list[Case]]:
     """Proposed hidden cases, test-cell grade_id → cases (seeded; the memory case holds 3 arrays of 1.3 MB)."""
     return {
