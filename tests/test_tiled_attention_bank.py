@@ -4,7 +4,7 @@ Runs the bank's own cells in this process (trusted code), on the hidden cases th
 (tests/test_grader.py and tests/test_mistake_edits.py grade them as the grader does). The memory case runs in a
 child process under the grading sandbox's address-space limit wherever an answer is graded; the in-process
 tests grade it on its small stand-in (tests/a07_memory_stand_in.py), and the last test here shows that the
-solution, every correct tiled_attention and the full score matrix get the same outcome on both.
+solution, every correct variant the memory case runs and the full score matrix get the same outcome on both.
 """
 
 import json
@@ -20,7 +20,9 @@ from answer_bank_checks import BankChecks
 from conftest import REPO
 from autograder import assignments
 from autograder.grader.bank import apply_edits
+from autograder.grader.answers import answer_namespace
 from autograder.grader.comparison import Grader, Raised
+from autograder.grader.memory_limit import reachable_code
 
 from autograder.assignments.a07_tiled_attention import bank
 from autograder.assignments.a07_tiled_attention import reference as ref
@@ -127,14 +129,21 @@ def _memory_outcome(grader, cells: dict):
     return "equal" if np.allclose(got, expected, rtol=0.0, atol=1e-12) else "different"
 
 
+def _memory_code(A7, cells: dict):
+    return reachable_code(answer_namespace(A7.name, A7.notebook, cells), "tiled_attention")
+
+
 def test_the_memory_stand_in_gives_every_memory_relevant_answer_the_real_cases_outcome(monkeypatch):
     # the in-process tests (tests/a07_memory_stand_in.py) grade the memory step on bank.memory_stand_in_case; this
-    # is the one test that runs the real T = 20 000 case on the bank: the solution, every correct tiled_attention
-    # and the mistake that forms the T × T matrix get the same outcome on both (equal to the reference's output,
-    # or MemoryError), and the stand-in, like the real case, lets no full matrix fit
+    # is the one test that runs the real T = 20 000 case on the bank: the solution, every correct variant of what
+    # tiled_attention runs (tiled_attention, tile_schedule) and the mistake that forms the T × T matrix get the
+    # same outcome on both (equal to the reference's output, or MemoryError)
     A7 = assignments.all_assignments()["07_tiled_attention"]
-    answers = {"solution": {}, "full_score_matrix": A7.mistakes["full_score_matrix"].cells,
-               **{key: v.cells for key, v in A7.correct.items() if "tiled_attention" in v.cells}}
+    answers = {"solution": {}, "full_score_matrix": A7.mistakes["full_score_matrix"].cells}
+    for key, variant in A7.correct.items():  # every variant whose code the memory case runs (also tile_schedule's)
+        if _memory_code(A7, variant.cells) != _memory_code(A7, {}):
+            answers[key] = variant.cells
+    assert {"schedule_from_mask", "query_chunks_exact_softmax"} <= set(answers)
     real = Grader(A7)
     assert real.cases["test_tiled_attention_memory"][0].args[0].shape[0] == ref.MEMORY_CASE["T"]
     monkeypatch.setattr(bank, "memory_case", bank.memory_stand_in_case)
