@@ -16,6 +16,9 @@ from autograder.examples import hostile
 from autograder.grader import stand_ins
 from autograder.grader.answers import answer_namespace, source_solutions
 from autograder.grader.in_process import grade_answers, grader_for, kernel_results
+from a07_memory_stand_in import a07_memory_stand_in  # noqa: F401 — a fixture: a07's memory step on its stand-in case
+
+pytestmark = pytest.mark.usefixtures("a07_memory_stand_in")
 
 ASSIGNMENTS = assignments.all_assignments()
 A1 = ASSIGNMENTS["01_scaled_dot_product_attention"]

@@ -1,0 +1,118 @@
+"""Assignment 7 as a graded assignment: what is particular to it (the generic tests cover the rest).
+
+* the memory case: its numbers agree with the sandbox's configuration (memory limit, cell timeout) and with what
+  the notebook says; its request carries its own time budget and the memory limit, and no other case does;
+* a learner who forms the T × T matrix gets the MemoryError named (in-process here, under the same limit; the
+  end-to-end sample grades the same student with nbgrader in the sandbox), and a value mistake of
+  ``tiled_attention`` is charged once, in step 3, not again in the memory step;
+* the memory self-check and the memory plot measure what they say (linear against quadratic growth), and the
+  tile explorer draws what the schedule says, reports a refused size and a broken schedule in words.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from traitlets.config.loader import PyFileConfigLoader
+
+from attention_lab.a07_tiled_attention import checks, memory, visual
+from attention_lab.core.worked import SelfCheckFailed
+from autograder import assignments
+from autograder.assignments.a07_tiled_attention import bank, reference
+from autograder.grader import comparison
+from autograder.grader.bank import run_cells
+from autograder.grader.in_process import grade_variant, grader_for
+from autograder.nbgrader.notebook_cells import read
+from conftest import REPO
+
+A7 = assignments.get("07_tiled_attention")
+MEMORY_STEP = "test_tiled_attention_memory"
+
+
+def _config():
+    return PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
+
+
+def test_the_memory_case_has_its_own_budget_and_the_sandboxs_limit():
+    config = _config()
+    (case,) = A7.step(MEMORY_STEP).cases()
+    assert case.memory_limit == config.SandboxedKernelManager.memory_limit == memory.SANDBOX_MEMORY_LIMIT
+    assert case.seconds == bank.MEMORY_CASE_SECONDS and comparison.CALL_SECONDS < case.seconds < config.Execute.timeout
+    T = case.args[0].shape[0]
+    assert T == memory.GRADED_T and 8 * T * T > case.memory_limit  # one T × T float64 matrix cannot fit
+    request = grader_for(A7).request(MEMORY_STEP)
+    assert [(c["seconds"], c["memory_limit"]) for c in request["cases"]] == [(case.seconds, case.memory_limit)]
+    for step in A7.steps[:-1]:  # every other case keeps the default time and no memory limit of its own
+        for sent in grader_for(A7).request(step.grade_id)["cases"]:
+            assert sent["seconds"] == comparison.CALL_SECONDS and "memory_limit" not in sent
+    assert A7.step(MEMORY_STEP).values_graded_earlier
+    assert not any(step.values_graded_earlier for step in A7.steps[:-1])
+
+
+def test_what_the_notebook_says_about_the_memory_case_is_what_the_grader_does():
+    text = "\n".join(cell.source for cell in read(REPO / "source" / A7.name / A7.notebook).cells)
+    assert f"allows {bank.MEMORY_CASE_SECONDS:g} s for this case" in text
+    assert "$T = 20\\,000$, $d_\\text{head} = 8$ and tiles of 512 × 256" in text
+    spec = reference.MEMORY_CASE
+    assert (spec["T"], spec["d_head"], spec["block_q"], spec["block_k"], spec["causal"]) == (20_000, 8, 512, 256, True)
+
+
+def test_forming_the_matrix_is_named_and_a_value_mistake_is_charged_once():
+    memory_feedback = grade_variant(A7, A7.mistakes["full_score_matrix"])[MEMORY_STEP]
+    assert memory_feedback.score == 0 and memory_feedback.named == ["full_score_matrix"]
+    assert "MemoryError" in memory_feedback.text() and "3.2 GB" in memory_feedback.text()
+    results = grade_variant(A7, A7.mistakes["output_not_rescaled"])
+    assert results["test_tiled_attention"].named == ["output_not_rescaled"]
+    step = results[MEMORY_STEP]
+    assert step.score == step.points and "correct given your earlier function" in " ".join(step.text().split())
+
+
+def test_a_slow_answer_is_stopped_at_the_cases_own_time_and_says_so():
+    (case,) = A7.step(MEMORY_STEP).cases()
+    slow = comparison._learner_value(case, {"status": "timeout"})  # noqa: SLF001 — our own module
+    with pytest.raises(comparison.CheckFailed, match=r"did not finish within 20 s \(too slow for this case\)"):
+        comparison._check(case, slow, None, {})  # noqa: SLF001
+
+
+def test_the_memory_self_check_tells_tiled_from_full():
+    solution = run_cells(bank.SOLUTION)
+    checks.check_tiled_memory(solution["tiled_attention"])
+    full = run_cells({**bank.SOLUTION, **bank.KNOWN_MISTAKES["full_score_matrix"].cells(bank.SOLUTION)})
+    with pytest.raises(SelfCheckFailed, match="forms a T × T array somewhere"):
+        checks.check_tiled_memory(full["tiled_attention"])
+
+
+def test_the_memory_plot_measures_quadratic_against_linear_growth(capsys, monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    growth = memory.plot_memory(reference.tiled_attention, T_values=(512, 1024, 2048), block=128)
+    printed = capsys.readouterr().out
+    assert "log-log slope over the last doubling" in printed and "2048" in printed
+    assert memory.slope(growth["T"], growth["full"]) > 1.8
+    assert memory.slope(growth["T"], growth["tiled"]) < 1.2
+    assert np.all(growth["full"] > 3 * growth["score_matrix"])  # scores, exponentials, weights at once
+    assert growth["tiled"][-1] < growth["score_matrix"][-1] / 8  # at T = 2048: a few tiles and (T, d) arrays
+    assert memory.plot_memory(lambda *args: 1 / 0) is None
+    assert "ZeroDivisionError" in capsys.readouterr().out
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")  # full attention's 512 MiB are not spent while grading
+    assert memory.plot_memory(reference.tiled_attention) is None
+    assert capsys.readouterr().out.strip() == "(the memory plot is not drawn while grading)"
+
+
+def test_the_tile_explorer_draws_the_schedule_and_reports_refusals():
+    explorer = visual.TileExplorer(reference.tile_schedule, T_q=10, T_k=10, block_q=4, block_k=3, sync=True)
+    view = explorer.view
+    np.testing.assert_array_equal(view.schedule, reference.tile_schedule(10, 10, 4, 3, True))
+    assert view.allowed_scores == 55 and view.computed_tiles == int((view.schedule > 0).sum())
+    assert "scores are computed only to be masked" in explorer.summary.value
+    explorer.causal_box.value = False
+    assert explorer.view.computed_scores == 100 and "masked" not in explorer.summary.value.split(";")[-1]
+    explorer.causal_box.value, explorer.T_q_slider.value = True, 12
+    assert explorer.view is None and "refuses these sizes (ValueError), as it should" in explorer.error
+    first_redraws = explorer.redraws
+    explorer.T_q_slider.value = 4
+    assert explorer.view is not None and explorer.redraws == first_redraws + 1
+    broken = visual.TileExplorer(lambda *args: np.zeros((1, 1), dtype=int), sync=True)
+    assert broken.view is None and "expected an array of shape" in broken.error
+    with pytest.raises(ValueError, match="block_q must be an integer from 1 to 128"):
+        visual.TileExplorer(reference.tile_schedule, block_q=0, sync=True)
