@@ -1,7 +1,8 @@
 """Assignment 7 as a graded assignment: what is particular to it (the generic tests cover the rest).
 
-* the memory case: its numbers agree with the sandbox's configuration (memory limit, cell timeout) and with what
-  the notebook says; its request carries its own time budget and the memory limit, and no other case does;
+* the memory case: its numbers agree with the sandbox's configuration (memory limit, the notebook's wall clock) and
+  with what the notebook says; its request carries its own time budget in CPU seconds and the memory limit, and no
+  other case does; its cell alone has no per-cell wall clock;
 * a learner who forms the T × T matrix gets the MemoryError named (in-process here, under the same limit; the
   end-to-end sample grades the same student with nbgrader in the sandbox), and a value mistake of
   ``tiled_attention`` is charged once, in step 3, not again in the memory step;
@@ -37,21 +38,67 @@ def test_the_memory_case_has_its_own_budget_and_the_sandboxs_limit():
     config = _config()
     (case,) = A7.step(MEMORY_STEP).cases()
     assert case.memory_limit == config.SandboxedKernelManager.memory_limit == memory.SANDBOX_MEMORY_LIMIT
-    assert case.seconds == bank.MEMORY_CASE_SECONDS and comparison.CALL_SECONDS < case.seconds < config.Execute.timeout
+    # CPU time, so that a loaded machine cannot time a correct answer out; below the notebook's wall clock, which the
+    # cell keeps (it has no per-cell limit of its own)
+    assert case.seconds == bank.MEMORY_CASE_SECONDS and case.cpu_time
+    assert comparison.CALL_SECONDS < case.seconds < config.SandboxedExecute.wall_clock_limit
     T = case.args[0].shape[0]
     assert T == memory.GRADED_T and 8 * T * T > case.memory_limit  # one T × T float64 matrix cannot fit
     request = grader_for(A7).request(MEMORY_STEP)
-    assert [(c["seconds"], c["memory_limit"]) for c in request["cases"]] == [(case.seconds, case.memory_limit)]
-    for step in A7.steps[:-1]:  # every other case keeps the default time and no memory limit of its own
+    assert [(c["seconds"], c["memory_limit"], c["cpu_time"]) for c in request["cases"]] == [
+        (case.seconds, case.memory_limit, True)]
+    others = [step for step in A7.steps if step.grade_id != MEMORY_STEP]
+    for step in others:  # every other case keeps the default wall-clock time and no memory limit of its own
         for sent in grader_for(A7).request(step.grade_id)["cases"]:
-            assert sent["seconds"] == comparison.CALL_SECONDS and "memory_limit" not in sent
+            assert sent["seconds"] == comparison.CALL_SECONDS and "memory_limit" not in sent and "cpu_time" not in sent
     assert A7.step(MEMORY_STEP).values_graded_earlier
-    assert not any(step.values_graded_earlier for step in A7.steps[:-1])
+    assert not any(step.values_graded_earlier for step in others)
+
+
+def test_only_the_memory_cell_runs_without_a_per_cell_wall_clock():
+    """InsertProbes names the cells whose case counts CPU time; SandboxedExecute lifts their c.Execute.timeout."""
+    from traitlets.config import Config
+
+    from autograder.nbgrader.preprocessors import InsertProbes
+    from autograder.sandbox import NO_CELL_TIMEOUT
+
+    config = Config()
+    config.CourseDirectory.root = str(REPO)
+    nb = read(REPO / "source" / A7.name / A7.notebook)
+    resources = {"nbgrader": {"assignment": A7.name}}
+    nb, resources = InsertProbes(config=config).preprocess(nb, resources)
+    (index,) = resources[NO_CELL_TIMEOUT]
+    assert nb.cells[index].metadata["nbgrader"]["grade_id"] == MEMORY_STEP
+
+
+def test_the_cpu_clock_ignores_waiting_and_stops_computing():
+    """Case.cpu_time's clock: a call that waits (as on a busy machine) keeps running; one that computes is stopped."""
+    import threading
+
+    from attention_lab.core.calls import FunctionTimedOut, TracedTimeLimit, call_learner, time_limit
+
+    assert call_learner(lambda: threading.Event().wait(0.3) or "waited", seconds=0.05, cpu_time=True) == "waited"
+    with pytest.raises(FunctionTimedOut, match=r"within 0.05 s of CPU time"):
+        call_learner(_spin, seconds=0.05, cpu_time=True)
+    with pytest.raises(FunctionTimedOut, match=r"within 0.05 s of CPU time"):  # the fallback without signals
+        with TracedTimeLimit(0.05, cpu_time=True):
+            _spin()
+    with time_limit(0.05, cpu_time=True):
+        threading.Event().wait(0.2)
+
+
+def _spin():
+    while True:
+        sum(range(100))
 
 
 def test_what_the_notebook_says_about_the_memory_case_is_what_the_grader_does():
     text = "\n".join(cell.source for cell in read(REPO / "source" / A7.name / A7.notebook).cells)
-    assert f"allows {bank.MEMORY_CASE_SECONDS:g} s for this case" in text
+    assert f"the test allows {bank.MEMORY_CASE_SECONDS:g} s of CPU time for this case" in " ".join(text.split())
+    assert "every other hidden case allows 3 s of wall-clock time" in " ".join(text.split())
+    config = _config()
+    assert comparison.CALL_SECONDS == 3
+    assert f"({config.SandboxedExecute.wall_clock_limit} s of wall-clock time) still applies" in " ".join(text.split())
     assert "$T = 20\\,000$, $d_\\text{head} = 8$ and tiles of 512 × 256" in text
     spec = reference.MEMORY_CASE
     assert (spec["T"], spec["d_head"], spec["block_q"], spec["block_k"], spec["causal"]) == (20_000, 8, 512, 256, True)
@@ -70,7 +117,7 @@ def test_forming_the_matrix_is_named_and_a_value_mistake_is_charged_once():
 def test_a_slow_answer_is_stopped_at_the_cases_own_time_and_says_so():
     (case,) = A7.step(MEMORY_STEP).cases()
     slow = comparison._learner_value(case, {"status": "timeout"})  # noqa: SLF001 — our own module
-    with pytest.raises(comparison.CheckFailed, match=r"did not finish within 20 s \(too slow for this case\)"):
+    with pytest.raises(comparison.CheckFailed, match=r"did not finish within 60 s of CPU time \(too slow for this case\)"):
         comparison._check(case, slow, None, {})  # noqa: SLF001
 
 

@@ -145,6 +145,29 @@ def _mib(value: float) -> str:
     return f"{value / 2**20:,.1f} MiB"
 
 
+def memory_description(growth: dict, block: int) -> str:
+    """The memory plot in words (its text alternative): what each curve measured and how it grows.
+
+    Parameters
+    ----------
+    growth : dict
+        :func:`memory_growth`'s table.
+    block : int
+        The tile size the tiled curve was measured with.
+
+    Returns
+    -------
+    str
+    """
+    T, full, tiled = growth["T"], growth["full"], growth["tiled"]
+    return (f"Log-log plot of the largest memory held at once against T, from T = {T[0]} to {T[-1]} (causal "
+            f"attention). Full attention: {_mib(full[0])} to {_mib(full[-1])}, slope {slope(T, full):.2f} over the "
+            f"last doubling, extrapolated as T² (dashed) to the graded T = {GRADED_T:,}. Your tiled_attention with "
+            f"tiles of {block} × {block}: {_mib(tiled[0])} to {_mib(tiled[-1])}, slope {slope(T, tiled):.2f}. A dotted "
+            "line shows one T × T float64 matrix (8 T² bytes); it crosses the horizontal line of the grading "
+            f"sandbox's 2 GiB before the vertical line at the graded T = {GRADED_T:,}.")
+
+
 def plot_memory(tiled_attention: Callable, T_values: Sequence[int] = T_VALUES, d_head: int = 8, block: int = 256):
     """Print the measured peaks of full and tiled attention as T grows, and plot them (log-log).
 
@@ -169,6 +192,8 @@ def plot_memory(tiled_attention: Callable, T_values: Sequence[int] = T_VALUES, d
 
     import matplotlib.pyplot as plt
 
+    from attention_lab.core.plots import CURVE_COLOURS, REFERENCE_COLOUR, show_figure
+
     if os.environ.get("NBGRADER_EXECUTION"):
         print("(the memory plot is not drawn while grading)")
         return None
@@ -188,19 +213,20 @@ def plot_memory(tiled_attention: Callable, T_values: Sequence[int] = T_VALUES, d
     figure, ax = plt.subplots(figsize=(7.0, 4.2))
     T = growth["T"].astype(float)
     beyond = np.geomspace(T[-1], GRADED_T, 8)
-    ax.plot(T, growth["full"], "o-", color="#D55E00", label="full attention (measured)")
-    ax.plot(beyond, growth["full"][-1] * (beyond / T[-1]) ** 2, "--", color="#D55E00",
+    full_colour, tiled_colour, matrix_colour = CURVE_COLOURS[:3]  # apart in lightness, also for colour-blind readers
+    ax.plot(T, growth["full"], "o-", color=full_colour, label="full attention (measured)")
+    ax.plot(beyond, growth["full"][-1] * (beyond / T[-1]) ** 2, "--", color=full_colour,
             label="full attention, extrapolated (∝ T²)")
-    ax.plot(T, growth["tiled"], "s-", color="#0072B2", label=f"your tiled_attention, tiles {block} × {block}")
+    ax.plot(T, growth["tiled"], "s-", color=tiled_colour, label=f"your tiled_attention, tiles {block} × {block}")
     everywhere = np.geomspace(T[0], GRADED_T, 20)
-    ax.plot(everywhere, 8 * everywhere ** 2, ":", color="0.3", label="one T × T float64 matrix, 8 T² bytes")
-    ax.axhline(SANDBOX_MEMORY_LIMIT, color="#B00020", lw=1, label="the grading sandbox's 2 GiB")
-    ax.axvline(GRADED_T, color="0.5", lw=0.8, ls="-.", label=f"the graded T = {GRADED_T:,}")
+    ax.plot(everywhere, 8 * everywhere ** 2, ":", color=matrix_colour, label="one T × T float64 matrix, 8 T² bytes")
+    ax.axhline(SANDBOX_MEMORY_LIMIT, color=REFERENCE_COLOUR, lw=1, label="the grading sandbox's 2 GiB")
+    ax.axvline(GRADED_T, color=REFERENCE_COLOUR, lw=0.8, ls="-.", label=f"the graded T = {GRADED_T:,}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("T (query and key positions)")
     ax.set_ylabel("largest memory held at once (bytes)")
     ax.set_title(f"causal attention, d_head = {d_head}: peak memory against T", fontsize=10)
     ax.legend(fontsize="x-small", loc="upper left")
-    plt.show()
+    show_figure(figure, memory_description(growth, block))
     return growth

@@ -23,14 +23,17 @@ import numpy as np
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.patches import Patch
 
+from attention_lab.core.plots import CURVE_COLOURS
 from attention_lab.core.explorer import (Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
                                          control, unless_grading)
 
 T_MAX, BLOCK_MAX = 512, 128
 FIGURE_SIZE = (8.4, 5.6)  # inches at DPI dots per inch
 AXES_RECT = (0.09, 0.1, 0.56, 0.8)
-#: skipped, masked, full (Okabe–Ito: light grey, orange, blue)
-COLOURS = ("#E8E8E8", "#E69F00", "#0072B2")
+#: skipped, masked, full: near-white and two of :data:`attention_lab.core.plots.CURVE_COLOURS` (viridis samples), at
+#: least 20 apart in CIELAB lightness from each other and from the black mask edge, also under simulated colour-vision
+#: deficiency (tests/test_colour_contrast.py), so that they stay apart in greyscale
+COLOURS = ("#F7F7F7", CURVE_COLOURS[1], CURVE_COLOURS[0])
 NAMES = ("skipped", "masked (the diagonal crosses it)", "full (no mask needed)")
 
 

@@ -342,7 +342,8 @@ class Grader:
             cases.append({"function": case.function, "args": [wire.encode(a) for a in case.args],
                           "kwargs": {key: wire.encode(value) for key, value in case.kwargs.items()},
                           "seconds": call_seconds(case), **({} if indices is None else {"index": index}),
-                          **({} if case.memory_limit is None else {"memory_limit": case.memory_limit})})
+                          **({} if case.memory_limit is None else {"memory_limit": case.memory_limit}),
+                          **({"cpu_time": True} if case.cpu_time else {})})
         request = {"grade_id": grade_id, "earlier": list(self.earlier[grade_id]), "cases": cases}
         if stand_ins is not None:
             request["stand_ins"] = dict(stand_ins)
@@ -739,7 +740,8 @@ def _check(case: Case, got, expected, record: dict, parameters: list[str] = ()) 
     if isinstance(got, Raised):
         inside = f" in {got.where}" if got.where and got.where != case.function else ""
         if got.type == "FunctionTimedOut":
-            raise CheckFailed(f"{case.function} did not finish within {call_seconds(case):g} s "
+            raise CheckFailed(f"{case.function} did not finish within {call_seconds(case):g} s"
+                              f"{' of CPU time' if case.cpu_time else ''} "
                               f"({'too slow for this case' if case.seconds is not None else 'an infinite loop?'})")
         if _unanswered(case, got):
             raise CheckFailed(f"{UNANSWERED} ({case.function} still raises NotImplementedError)")

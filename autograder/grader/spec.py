@@ -102,6 +102,11 @@ class Case:
         get three times that, and at least 600 s on a memory-limited case). None: the grader's default per call
         (:data:`autograder.grader.comparison.CALL_SECONDS`), which every case used before; set it for a
         case that is large on purpose (assignment 7's memory case), never to make slow code pass.
+    cpu_time : bool
+        True: ``seconds`` counts the CPU time of the learner's kernel during the call, not the wall clock, so that a
+        grading machine busy with other work does not make a correct answer run out of time (the wait is not
+        counted); the test cell then has no per-cell wall-clock limit (``c.Execute.timeout``) of its own, only the
+        notebook's (``c.SandboxedExecute.wall_clock_limit``) and the kernel's CPU limit. False: wall clock.
     memory_limit : int, optional
         Bytes of address space a call on this case may use, as the grading sandbox allows
         (``c.SandboxedKernelManager.memory_limit``). None: no limit of its own. For a case sized so that
@@ -125,6 +130,7 @@ class Case:
     weight: float = 1.0
     reads: bool = False
     seconds: float | None = None
+    cpu_time: bool = False
     memory_limit: int | None = None
 
 
@@ -243,7 +249,7 @@ class Steps(list):
             values_graded_earlier: bool = False):
         """Declare the step graded in the autograder-test cell ``grade_id`` (see :class:`Step`)."""
         def declare(cases: Callable[..., Sequence[Case]]) -> Callable[..., Sequence[Case]]:
-            self.append(Step(grade_id, title, cases, diagnose, values_graded_earlier))
+            self.append(Step(grade_id, title, cases, diagnose, values_graded_earlier=values_graded_earlier))
             return cases
         return declare
 

@@ -7,10 +7,12 @@ relative tolerance (float64 rescaling is exact up to rounding, about 1e-15); the
 array, compared exactly.
 
 The memory step grades ``tiled_attention`` once more, on causal self-attention at T = 20 000: the case
-has its own time budget (``Case.seconds``, 20 s) and the sandbox's memory limit (``Case.memory_limit``,
+has its own time budget (``Case.seconds``, 60 s of the kernel's CPU time, ``Case.cpu_time``: a busy grading
+machine cannot make a correct answer run out of time) and the sandbox's memory limit (``Case.memory_limit``,
 2 GiB), so trusted code runs on it under that limit too and a learner who forms the T × T matrix gets
 the MemoryError named as the known mistake ``full_score_matrix``. Its values are graded in step 3:
 the step is ``values_graded_earlier``, so a value mistake already named there is not charged again.
+Two questions (1 point each) and a written answer (0 points, graded by hand) follow, as in assignments 1–6.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import numpy as np
 
 from autograder.assignments.a07_tiled_attention import bank
 from autograder.assignments.a07_tiled_attention import reference as ref
+from autograder.grader.bank import HIDDEN_INPUTS_ONLY
+from autograder.grader.questions import Choice, Number, Questions
 from autograder.grader.spec import Assignment, Case, Step, Variant, combined
 
 NAME = "07_tiled_attention"
@@ -120,14 +124,34 @@ def _worked_cases():
     )
 
 
+# ---- questions that check understanding (autograder/grader/questions.py; README "Adding a question") ---------
+
+QUESTIONS = Questions()
+QUESTIONS.add("sandbox_t", "smallest T over 2 GiB", Number(0.5), 16385, wrong={
+    16384: "16 384 × 16 384 float64 entries take exactly 2³¹ bytes, 2 GiB: that still fits; the question asks for "
+           "the first T whose matrix is larger.",
+    23171: "that counts 4 bytes per entry (float32); the scores here are float64, 8 bytes each.",
+    46341: "that counts one byte per entry; a float64 takes 8 bytes.",
+}, also_correct=("16385.0", "1.6385e4"))
+QUESTIONS.add("rescale", "rescaling the output", Choice("abcd"), "a", wrong={
+    "b": "e^(m′ − m) is at least 1, but measured from a larger maximum every old term e^(s − m) becomes smaller, "
+         "not larger.",
+    "c": "O accumulates the same exponentials e^(s − m) as ℓ, measured from the same old maximum: whatever ℓ needs, "
+         "O needs too.",
+    "d": "ℓ divides the output once, at the end; dividing the accumulator at every tile divides the early tiles "
+         "again and again.",
+}, also_correct=('"A"', '" a "'))
+HIDDEN_INPUTS_ONLY.update(QUESTIONS.hidden_inputs_only(NAME))
+
+
 ASSIGNMENT = Assignment(
     name=NAME,
     notebook="tiled_attention.ipynb",
     reference={"online_softmax": ref.online_softmax, "tile_schedule": ref.tile_schedule,
                "tiled_attention": ref.tiled_attention},
-    steps=STEPS,
-    correct=CORRECT,
-    mistakes=MISTAKES,
+    steps=(*STEPS, *QUESTIONS.steps),
+    correct={**CORRECT, **QUESTIONS.correct},
+    mistakes={**MISTAKES, **QUESTIONS.mistakes},
     worked_cases=_worked_cases(),
     example_students={
         # first: the end-to-end sample's named mistake (example_class.end_to_end_sample), so the suite runs the
