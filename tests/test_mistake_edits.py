@@ -73,7 +73,7 @@ def _edit_draft(folder: str) -> list[BankMistake]:
     cases = module.hidden_cases(**({"include_memory_case": False} if folder.startswith("a07") else {}))
 
     def outputs(cells: dict, step: str) -> list | None:
-        if not cases.get(step):  # tests/test_draft_bank_tiled_attention.py runs it under the sandbox's memory limit
+        if not cases.get(step):  # a07: tests/test_tiled_attention_bank.py runs it under the sandbox's memory limit
             return None
         namespace = edits.run_cells({**module.SOLUTION, **cells})
         return [call_on_case(namespace[case.function], case) for case in cases[step]]

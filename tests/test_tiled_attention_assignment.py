@@ -25,6 +25,7 @@ from autograder.grader.bank import run_cells
 from autograder.grader.in_process import grade_variant, grader_for
 from autograder.nbgrader.notebook_cells import read
 from conftest import REPO
+from a07_memory_stand_in import a07_memory_stand_in  # noqa: F401 — a fixture: the last test's memory step
 
 A7 = assignments.get("07_tiled_attention")
 MEMORY_STEP = "test_tiled_attention_memory"
@@ -104,14 +105,10 @@ def test_what_the_notebook_says_about_the_memory_case_is_what_the_grader_does():
     assert (spec["T"], spec["d_head"], spec["block_q"], spec["block_k"], spec["causal"]) == (20_000, 8, 512, 256, True)
 
 
-def test_forming_the_matrix_is_named_and_a_value_mistake_is_charged_once():
+def test_forming_the_matrix_is_named_on_the_real_case():
     memory_feedback = grade_variant(A7, A7.mistakes["full_score_matrix"])[MEMORY_STEP]
     assert memory_feedback.score == 0 and memory_feedback.named == ["full_score_matrix"]
     assert "MemoryError" in memory_feedback.text() and "3.2 GB" in memory_feedback.text()
-    results = grade_variant(A7, A7.mistakes["output_not_rescaled"])
-    assert results["test_tiled_attention"].named == ["output_not_rescaled"]
-    step = results[MEMORY_STEP]
-    assert step.score == step.points and "correct given your earlier function" in " ".join(step.text().split())
 
 
 def test_a_slow_answer_is_stopped_at_the_cases_own_time_and_says_so():
@@ -163,3 +160,11 @@ def test_the_tile_explorer_draws_the_schedule_and_reports_refusals():
     assert broken.view is None and "expected an array of shape" in broken.error
     with pytest.raises(ValueError, match="block_q must be an integer from 1 to 128"):
         visual.TileExplorer(reference.tile_schedule, block_q=0, sync=True)
+
+
+# last in the module: the fixture swaps in the stand-in memory case for the rest of it
+def test_a_value_mistake_is_charged_once_in_step_3_not_again_in_the_memory_step(a07_memory_stand_in):
+    results = grade_variant(A7, A7.mistakes["output_not_rescaled"])
+    assert results["test_tiled_attention"].named == ["output_not_rescaled"]
+    step = results[MEMORY_STEP]
+    assert step.score == step.points and "correct given your earlier function" in " ".join(step.text().split())

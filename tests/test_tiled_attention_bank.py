@@ -7,10 +7,6 @@ tests grade it on its small stand-in (tests/a07_memory_stand_in.py), and the las
 solution, every correct variant the memory case runs and the full score matrix get the same outcome on both.
 """
 
-import json
-import os
-import subprocess
-import sys
 import types
 
 import numpy as np
@@ -133,6 +129,7 @@ def _memory_code(A7, cells: dict):
     return reachable_code(answer_namespace(A7.name, A7.notebook, cells), "tiled_attention")
 
 
+@pytest.mark.slow  # the real T = 20 000 case, in a child under 2 GiB, for every answer whose tiled_attention differs
 def test_the_memory_stand_in_gives_every_memory_relevant_answer_the_real_cases_outcome(monkeypatch):
     # the in-process tests (tests/a07_memory_stand_in.py) grade the memory step on bank.memory_stand_in_case; this
     # is the one test that runs the real T = 20 000 case on the bank: the solution, every correct variant of what
