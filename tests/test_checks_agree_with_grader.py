@@ -26,6 +26,9 @@ from autograder.grader.bank import hidden_inputs_only
 from autograder.grader.questions import QUESTION_REASON
 from conftest import REPO
 from self_check_harness import cells_of, namespace_for, verdict
+from a07_memory_stand_in import a07_memory_stand_in  # noqa: F401 — a fixture: a07's memory step on its stand-in case
+
+pytestmark = pytest.mark.usefixtures("a07_memory_stand_in")
 
 ASSIGNMENTS = assignments.all_assignments()
 HIDDEN_INPUTS_ONLY = hidden_inputs_only(ASSIGNMENTS.values())

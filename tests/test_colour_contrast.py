@@ -17,6 +17,8 @@ from attention_lab.a03_positional import visual as positional
 from attention_lab.a04_masking import visual as mx
 from attention_lab.a05_kv_cache.visual import CacheCostExplorer
 from attention_lab.a06_gradients.visual import GradientExplorer
+from attention_lab.a07_tiled_attention import memory as a07_memory
+from attention_lab.a07_tiled_attention.visual import TileExplorer
 from attention_lab.core import plots
 from autograder.assignments.a01_attention import reference as a01
 from autograder.assignments.a02_multi_head import reference as a02
@@ -24,6 +26,7 @@ from autograder.assignments.a03_positional import reference as a03
 from autograder.assignments.a04_masking import reference as a04
 from autograder.assignments.a05_kv_cache import reference as a05
 from autograder.assignments.a06_gradients import reference as a06
+from autograder.assignments.a07_tiled_attention import reference as a07
 from colour_contrast import MIN_DELTA_L, colour_bar_problems, legend_problems, smallest_difference, unique_colours
 
 MASKING = (a04.padding_mask, a04.causal_padding_mask, a04.masked_softmax)
@@ -38,6 +41,7 @@ EXPLORERS = {
     "masking": lambda: mx.MaskingExplorer(*MASKING, T=8, lengths=(8, 5, 0), sync=True),
     "kv cache": lambda: CacheCostExplorer(a05.attention_cost_per_token, T=64, d_model=128, d_head=16, sync=True),
     "gradients": lambda: GradientExplorer(a06.softmax_jacobian, a06.softmax_backward, T=8, d_head=16, sync=True),
+    "tiles": lambda: TileExplorer(a07.tile_schedule, T_q=10, T_k=10, block_q=4, block_k=3, sync=True),
 }
 
 
@@ -63,7 +67,19 @@ def static_figures():
     ax_circle = positional.plot_pair_circle(pe, 1, t=5, moved=pe[7, 2:4])
     return {"attention weights": ax_weights.figure, "row entropy, two curves": ax_entropy.figure,
             "positional encoding": ax_encoding.figure, "dot products, four curves": ax_dots.figure,
-            "pair circle": ax_circle.figure}
+            "pair circle": ax_circle.figure, "memory against T": memory_plot()[0]}
+
+
+def memory_plot():
+    """(figure, description) of assignment 7's memory plot, as plot_memory hands them to plots.show_figure."""
+    shown, show = [], plots.show_figure
+    plots.show_figure = lambda figure, description: shown.append((figure, description))
+    try:
+        a07_memory.plot_memory(a07.tiled_attention, T_values=(256, 512), block=128)
+    finally:
+        plots.show_figure = show
+    (figure_and_description,) = shown
+    return figure_and_description
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,9 @@ import pytest
 from autograder import assignments
 from autograder.examples import example_class, report
 from autograder.grader.in_process import grade_variant
+from a07_memory_stand_in import a07_memory_stand_in  # noqa: F401 — a fixture: a07's memory step on its stand-in case
+
+pytestmark = pytest.mark.usefixtures("a07_memory_stand_in")
 
 STUDENTS = [(name, student) for name, assignment in assignments.all_assignments().items()
             for student, variant in example_class.students_of(assignment).items() if variant is not None]

@@ -15,7 +15,7 @@ from IPython.utils.capture import capture_output
 
 from attention_lab.core import plots
 from attention_lab.core.redraw import ACCESSIBLE_NAMES_JS, FIGURE_CLASS, SUMMARY_CLASS
-from test_colour_contrast import EXPLORERS
+from test_colour_contrast import EXPLORERS, memory_plot
 
 
 @pytest.mark.parametrize("name", EXPLORERS)
@@ -47,6 +47,13 @@ def test_show_figure_shows_the_image_with_alt_text_and_a_linked_caption():
     png = base64.b64decode(re.search(r'src="data:image/png;base64,([^"]+)"', page).group(1))
     assert png.startswith(b"\x89PNG")
     assert not plt.fignum_exists(fig.number), "the inline backend would show the figure again, without text"
+
+
+def test_the_memory_plot_is_shown_with_its_measurements_in_words():
+    figure, description = memory_plot()
+    assert figure.axes[0].get_xlabel().startswith("T") and "from T = 256 to 512" in description
+    assert "Full attention:" in description and "slope" in description and "tiles of 128 × 128" in description
+    assert "2 GiB" in description and "20,000" in description
 
 
 @pytest.mark.parametrize("description", ["", "   ", None])

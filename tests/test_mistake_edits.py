@@ -28,8 +28,9 @@ from autograder import assignments
 from autograder.grader import bank as edits, draft_rewrites
 from autograder.grader.answers import answer_namespace, source_solutions
 from autograder.grader.in_process import grade_variant
+from a07_memory_stand_in import a07_memory_stand_in  # noqa: F401 — a fixture: a07's memory step on its stand-in case
 
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning"), pytest.mark.usefixtures("a07_memory_stand_in")]
 
 GRADED = {assignments.folder_of(name): a for name, a in assignments.all_assignments().items()}
 
@@ -55,7 +56,9 @@ def _graded(folder: str) -> list[BankMistake]:
     assignment, module = GRADED[folder], _bank(folder)
     steps = {step.grade_id: step.cases() for step in assignment.steps}
 
-    def outputs(cells: dict, step: str) -> list:
+    def outputs(cells: dict, step: str) -> list | None:
+        if any(case.memory_limit is not None for case in steps[step]):
+            return None  # sized against the sandbox's memory: graded under its limit below, never run here
         namespace = answer_namespace(assignment.name, assignment.notebook, cells)
         return [call_on_case(namespace[case.function], case) if callable(namespace.get(case.function)) else None
                 for case in steps[step]]
@@ -70,7 +73,7 @@ def _edit_draft(folder: str) -> list[BankMistake]:
     cases = module.hidden_cases(**({"include_memory_case": False} if folder.startswith("a07") else {}))
 
     def outputs(cells: dict, step: str) -> list | None:
-        if not cases.get(step):  # tests/test_draft_bank_tiled_attention.py runs it under the sandbox's memory limit
+        if not cases.get(step):  # a07: tests/test_tiled_attention_bank.py runs it under the sandbox's memory limit
             return None
         namespace = edits.run_cells({**module.SOLUTION, **cells})
         return [call_on_case(namespace[case.function], case) for case in cases[step]]

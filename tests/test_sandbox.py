@@ -39,7 +39,7 @@ from jupyter_client.provisioning import KernelProvisionerFactory
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from traitlets.config import Config
 
-from autograder.sandbox import (AFTER_LAST_CELL, PROVISIONER_NAME, SandboxedExecute, SandboxedKernelManager,
+from autograder.sandbox import (AFTER_LAST_CELL, NO_CELL_TIMEOUT, PROVISIONER_NAME, SandboxedExecute, SandboxedKernelManager,
                                 SandboxError, SandboxProvisioner, check_sandbox)
 from autograder.sandbox.caps import data_bytes, head, text_bytes
 from autograder.sandbox.command import sandbox_command
@@ -64,7 +64,7 @@ def notebook(cells: dict[str, str] | list[str], kernelspec: str = "python3") -> 
     return nb
 
 
-def run(nb, path=None, executor=None, kernel=None, after_last_cell=None, **traits):
+def run(nb, path=None, executor=None, kernel=None, after_last_cell=None, no_cell_timeout=(), **traits):
     """Execute ``nb`` in the sandbox as nbgrader would; returns the executed notebook (validated)."""
     config = Config()
     for name, value in (kernel or {}).items():
@@ -73,6 +73,7 @@ def run(nb, path=None, executor=None, kernel=None, after_last_cell=None, **trait
     resources = {"metadata": {"path": str(path or REPO)}, "nbgrader": {"student": "me", "assignment": "01_x"}}
     if after_last_cell is not None:
         resources[AFTER_LAST_CELL] = after_last_cell
+    resources[NO_CELL_TIMEOUT] = frozenset(no_cell_timeout)
     nb, _ = executor.preprocess(nb, resources)
     nbformat.validate(nb)  # what the executor stored is a valid notebook (the notes, the trimmed outputs)
     return nb
@@ -417,6 +418,16 @@ def test_changed_limits_hold_and_a_copy_of_autograder_in_a_bound_directory_is_ma
 
 
 # ---- limits that stop the kernel -----------------------------------------------------------------
+
+def test_a_cell_named_in_no_cell_timeout_outlasts_the_per_cell_timeout_and_the_others_do_not():
+    """A test cell whose case counts CPU time (assignment 7's memory case) is not cut by the per-cell wall clock."""
+    slow = "import threading\nthreading.Event().wait(2.5)\nprint('done', flush=True)"
+    nb = run(notebook([slow, slow]), timeout=1, wall_clock_limit=30, no_cell_timeout={2})  # cell 2: the second
+    first, second = code(nb)
+    assert "KeyboardInterrupt" in errors(first) and "done" not in stdout(first)
+    assert stdout(second) == "done\n" and not errors(second)
+    assert execution(nb)["status"] == "ok"
+
 
 def test_the_wall_clock_kills_a_loop_that_catches_keyboard_interrupt_and_grading_goes_on():
     executor = SandboxedExecute(timeout=2, wall_clock_limit=6)

@@ -16,6 +16,9 @@ from autograder.examples import hostile
 from autograder.grader import stand_ins
 from autograder.grader.answers import answer_namespace, source_solutions
 from autograder.grader.in_process import grade_answers, grader_for, kernel_results
+from a07_memory_stand_in import a07_memory_stand_in  # noqa: F401 — a fixture: a07's memory step on its stand-in case
+
+pytestmark = pytest.mark.usefixtures("a07_memory_stand_in")
 
 ASSIGNMENTS = assignments.all_assignments()
 A1 = ASSIGNMENTS["01_scaled_dot_product_attention"]
@@ -125,8 +128,12 @@ def test_a_chain_through_the_kv_cache_settles_one_pass_per_level():
 @pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
 def test_every_known_mistake_combined_with_every_correct_variant_is_charged_once_where_it_is(name):
     assignment = ASSIGNMENTS[name]
-    for mistake_key, mistake in assignment.mistakes.items():
-        for correct_key, correct in assignment.correct.items():
+    # the functions' mistakes with the functions' variants: a question reads only its own answer variable, which no
+    # function calls (tests/test_questions.py grades every answer of every question)
+    answers = {question.variable for question in assignment.questions}
+    variants = {key: v for key, v in assignment.correct.items() if not set(v.cells) <= answers}
+    for mistake_key, mistake in assignment.function_mistakes.items():
+        for correct_key, correct in variants.items():
             results = grade_answers(assignment, {**correct.cells, **mistake.cells})
             charged = {g for g, r in results.items() if r.score < r.points}
             assert charged == set(mistake.breaks), (mistake_key, correct_key, charged)

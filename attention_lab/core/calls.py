@@ -25,7 +25,7 @@ class FunctionTimedOut(TimeoutError):
     """A learner's function ran longer than its time limit."""
 
 
-def time_limit(seconds: float):
+def time_limit(seconds: float, cpu_time: bool = False):
     """Interrupt the code inside after ``seconds`` with :class:`FunctionTimedOut`; use as ``with time_limit(3):``.
 
     In the main thread of a CPython with signals (notebook cells and widget
@@ -43,7 +43,11 @@ def time_limit(seconds: float):
     Parameters
     ----------
     seconds : float
-        Wall-clock limit.
+        Wall-clock limit, or with ``cpu_time`` the CPU time of this process (``ITIMER_PROF``, SIGPROF; the
+        fallback reads :func:`time.process_time`): time the process waits while a busy machine runs other
+        work does not count.
+    cpu_time : bool
+        Count CPU time instead of the wall clock.
 
     Returns
     -------
@@ -56,23 +60,28 @@ def time_limit(seconds: float):
     """
     if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer")
             or sys.platform in ("emscripten", "wasi")):  # WebAssembly: the signal module has no working alarm
-        return TracedTimeLimit(seconds)
-    return alarm_time_limit(seconds)
+        return TracedTimeLimit(seconds, cpu_time)
+    return alarm_time_limit(seconds, cpu_time)
+
+
+def _limit_text(seconds: float, cpu_time: bool) -> str:
+    return f"did not finish within {seconds:g} s{' of CPU time' if cpu_time else ''} (an infinite loop?)"
 
 
 @contextlib.contextmanager
-def alarm_time_limit(seconds: float):
-    """:func:`time_limit` with SIGALRM (main thread, platforms with ``signal.setitimer``)."""
+def alarm_time_limit(seconds: float, cpu_time: bool = False):
+    """:func:`time_limit` with SIGALRM, or SIGPROF for CPU time (main thread, platforms with ``signal.setitimer``)."""
     def interrupt(signum, frame):
-        raise FunctionTimedOut(f"did not finish within {seconds:g} s (an infinite loop?)")
+        raise FunctionTimedOut(_limit_text(seconds, cpu_time))
 
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    number, timer = (signal.SIGPROF, signal.ITIMER_PROF) if cpu_time else (signal.SIGALRM, signal.ITIMER_REAL)
+    previous = signal.signal(number, interrupt)
+    signal.setitimer(timer, seconds, 1.0)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(timer, 0)
+        signal.signal(number, previous)
 
 
 class TracedTimeLimit:
@@ -99,6 +108,8 @@ class TracedTimeLimit:
     ----------
     seconds : float
         Wall-clock limit, from entering the block.
+    cpu_time : bool
+        Count the process's CPU time (:func:`time.process_time`) instead of the wall clock.
 
     Raises
     ------
@@ -106,12 +117,15 @@ class TracedTimeLimit:
         If Python code inside the block is still running after ``seconds``.
     """
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, cpu_time: bool = False):
         self.seconds = seconds
+        self.clock = time.process_time if cpu_time else time.monotonic
+        self.cpu_time = cpu_time
 
     def __enter__(self):
-        deadline = time.monotonic() + self.seconds
-        message = f"did not finish within {self.seconds:g} s (an infinite loop?)"
+        clock = self.clock
+        deadline = clock() + self.seconds
+        message = _limit_text(self.seconds, self.cpu_time)
         exit_code = type(self).__exit__.__code__
 
         fired = []
@@ -121,7 +135,7 @@ class TracedTimeLimit:
                 return None
             if event == "call" and loops_within_one_line(frame.f_code):
                 frame.f_trace_opcodes = True  # a one-line loop (`while True: pass`) produces no line events
-            if time.monotonic() > deadline:
+            if clock() > deadline:
                 # Once only: where a trace function that raised stays installed (Python 3.12+, Pyodide's 3.14),
                 # raising again at the next instruction — in the `with`'s clean-up before __exit__, or while an
                 # `except` clause matches — would escape the learner's handler and skip __exit__.
@@ -169,7 +183,7 @@ def loops_within_one_line(code) -> bool:
 
 
 def call_learner(function: Callable, *args, seconds: float, copy_arrays: bool = False,
-                 record_warnings: list | None = None, **kwargs):
+                 record_warnings: list | None = None, cpu_time: bool = False, **kwargs):
     """Call ``function(*args, **kwargs)`` the way every caller of learners' code should.
 
     Anything the function prints is discarded (nbgrader scores any stderr
@@ -187,6 +201,8 @@ def call_learner(function: Callable, *args, seconds: float, copy_arrays: bool = 
         Passed on to ``function``.
     seconds : float
         Time limit, wall clock.
+    cpu_time : bool
+        The limit counts this process's CPU time instead (:func:`time_limit`).
     copy_arrays : bool
         Pass copies of ndarray arguments (positional and keyword), so that a
         function that modifies its input cannot change the caller's arrays.
@@ -218,7 +234,7 @@ def call_learner(function: Callable, *args, seconds: float, copy_arrays: bool = 
     errors = dict(over="warn", divide="warn", invalid="warn", under="ignore") if recording else dict(all="ignore")
     sink, caught = io.StringIO(), None
     try:
-        with warnings.catch_warnings(record=recording) as caught, np.errstate(**errors), time_limit(seconds):
+        with warnings.catch_warnings(record=recording) as caught, np.errstate(**errors), time_limit(seconds, cpu_time):
             warnings.simplefilter("always" if recording else "ignore")
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
                 return function(*args, **kwargs)

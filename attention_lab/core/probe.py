@@ -241,7 +241,7 @@ def call_case(namespace: dict, case: dict, earlier=(), stand_ins: dict | None = 
     namespace : dict
         The notebook's global namespace.
     case : dict
-        ``{"function": name, "args": [encoded...], "kwargs": {name: encoded}, "seconds": limit}``.
+        ``{"function": name, "args": [encoded...], "kwargs": {name: encoded}, "seconds": limit}``, and ``"cpu_time": true`` when the limit counts CPU time.
     earlier : sequence of str
         Names of the course functions graded in earlier steps; their calls are recorded or answered.
     stand_ins : dict, optional
@@ -277,7 +277,8 @@ def call_case(namespace: dict, case: dict, earlier=(), stand_ins: dict | None = 
     caught = []
     try:
         with earlier_functions:
-            encoded, after = call_learner(call_and_encode, seconds=float(case["seconds"]), record_warnings=caught)
+            encoded, after = call_learner(call_and_encode, seconds=float(case["seconds"]), record_warnings=caught,
+                                              cpu_time=bool(case.get("cpu_time")))
         if values is not None and (earlier_functions.calls or earlier_functions.dropped):
             raise _NoStandInValue(name)  # the learner's code caught a stand-in's stop and went on
     except _NoStandInValue:

@@ -47,11 +47,15 @@ from attention_lab.core import values as wire
 from attention_lab.core.calls import FunctionTimedOut, call_learner
 from attention_lab.core.probe import call_digest
 from autograder.grader.answers import REPO, answer_namespace
+from autograder.grader.memory_limit import reachable_code, run_with_memory_limit
 from attention_lab.core.compare import CheckFailed, describe, expect_array
 from attention_lab.core.questions import AnswerFormatError
 from autograder.grader.spec import Assignment, Case, Step, Variant
 
 CALL_SECONDS = 3.0  # per hidden call in the kernel; correct code takes milliseconds on the hidden inputs
+#: trusted code's limit on a memory-limited case (seconds of work each, at idle): generous, because a loaded
+#: machine must not turn the reference's or a known mistake's slowness into a crash of the run
+TRUSTED_LIMITED_SECONDS = 600.0
 WIDTH = 100  # feedback lines are wrapped at this many columns
 UNANSWERED = "not answered yet"
 MAX_CACHED_STAND_INS = 4096  # the reference's answers to recorded calls, kept for the next submissions
@@ -100,15 +104,33 @@ def wrap(line: str, width: int = WIDTH) -> str:
                          break_long_words=False, break_on_hyphens=False) or line
 
 
-def _quiet_call(function, args, kwargs):
+def call_seconds(case: Case) -> float:
+    """The time limit of one call of ``case`` in the learner's kernel: its own (:attr:`Case.seconds`) or the default."""
+    return CALL_SECONDS if case.seconds is None else float(case.seconds)
+
+
+def _quiet_call(function, args, kwargs, case: Case | None = None):
     """Trusted code (reference, solution, known mistakes) called as learners' code is (on copies, quietly, with a
-    time limit: :func:`attention_lab.core.calls.call_learner`); an exception is a :class:`Raised`."""
-    try:
-        return call_learner(function, *args, seconds=CALL_SECONDS * 3, copy_arrays=True, **dict(kwargs))
-    except FunctionTimedOut:
-        raise
-    except Exception as error:  # noqa: BLE001 — the expected outcome may be an exception
-        return Raised(type(error).__name__, tuple(c.__name__ for c in type(error).__mro__), str(error))
+    time limit: :func:`attention_lab.core.calls.call_learner`); an exception is a :class:`Raised`.
+
+    On a case with a :attr:`~Case.memory_limit` the call runs in a child process under that limit, as the
+    learner's call runs in the sandbox (a mistake that forms a T × T matrix raises MemoryError there too).
+    """
+    seconds = 3 * (CALL_SECONDS if case is None else call_seconds(case))
+    if case is not None and case.memory_limit is not None:
+        seconds = max(seconds, TRUSTED_LIMITED_SECONDS)
+
+    def call():
+        try:
+            return call_learner(function, *args, seconds=seconds, copy_arrays=True, **dict(kwargs))
+        except FunctionTimedOut:
+            raise
+        except Exception as error:  # noqa: BLE001 — the expected outcome may be an exception
+            return Raised(type(error).__name__, tuple(c.__name__ for c in type(error).__mro__), str(error))
+
+    if case is not None and case.memory_limit is not None:
+        return run_with_memory_limit(call, case.memory_limit, seconds + 30)
+    return call()
 
 
 def _is_number(value) -> bool:
@@ -276,6 +298,7 @@ class Grader:
         self.earlier = self._earlier_functions()
         self._expected: dict[tuple[str, int], Any] = {}
         self._outputs: dict[tuple, Any] = {}
+        self._limited_outputs: dict[tuple, Any] = {}  # memory-limited cases' outputs by reachable code
         self._namespaces: dict[frozenset, dict] = {}
         self._stand_ins: dict[str, dict | None] = {}
         self._limits: dict[str, tuple[int, int]] = {}
@@ -318,7 +341,9 @@ class Grader:
                 continue
             cases.append({"function": case.function, "args": [wire.encode(a) for a in case.args],
                           "kwargs": {key: wire.encode(value) for key, value in case.kwargs.items()},
-                          "seconds": CALL_SECONDS, **({} if indices is None else {"index": index})})
+                          "seconds": call_seconds(case), **({} if indices is None else {"index": index}),
+                          **({} if case.memory_limit is None else {"memory_limit": case.memory_limit}),
+                          **({"cpu_time": True} if case.cpu_time else {})})
         request = {"grade_id": grade_id, "earlier": list(self.earlier[grade_id]), "cases": cases}
         if stand_ins is not None:
             request["stand_ins"] = dict(stand_ins)
@@ -332,7 +357,7 @@ class Grader:
             return question.answer
         if key not in self._expected:
             case = self.cases[grade_id][index]
-            self._expected[key] = _quiet_call(self.assignment.reference[case.function], case.args, case.kwargs)
+            self._expected[key] = _quiet_call(self.assignment.reference[case.function], case.args, case.kwargs, case)
         return self._expected[key]
 
     def output_of(self, cells: Mapping[str, str], grade_id: str, index: int):
@@ -344,9 +369,16 @@ class Grader:
                 self._namespaces[cells_key] = answer_namespace(
                     self.assignment.name, self.assignment.notebook, dict(cells), self.course_dir)
             case = self.cases[grade_id][index]
-            function = self._namespaces[cells_key].get(case.function)
-            self._outputs[key] = (_quiet_call(function, case.args, case.kwargs) if callable(function)
-                                  else Raised("NameError"))
+            namespace = self._namespaces[cells_key]
+            function = namespace.get(case.function)
+            code = reachable_code(namespace, case.function) if case.memory_limit is not None else None
+            if code is not None and (code, grade_id, index) in self._limited_outputs:
+                self._outputs[key] = self._limited_outputs[code, grade_id, index]  # the same code ran on it already
+            else:
+                self._outputs[key] = (_quiet_call(function, case.args, case.kwargs, case) if callable(function)
+                                      else Raised("NameError"))
+                if code is not None:
+                    self._limited_outputs[code, grade_id, index] = self._outputs[key]
         return self._outputs[key]
 
     def stand_in(self, grade_id: str, call: Any) -> tuple[str, dict] | None:
@@ -508,7 +540,8 @@ class Grader:
             except _Unreadable:
                 own = None
         value = got if own is None else own
-        earlier = {cell: source for cell, source in identified.items() if not _defines(source, case.function)}
+        earlier = dict(identified) if step.values_graded_earlier else \
+            {cell: source for cell, source in identified.items() if not _defines(source, case.function)}
         if earlier:  # also where a stand-in pass ran: the step may repeat its earlier mistake and call another function
             given = self.output_of(earlier, step.grade_id, index)
             if not same(given, expected, case) and same(got, given, case):
@@ -677,7 +710,7 @@ def _learner_value(case: Case, record: Any):
     if status == "incomplete":
         raise _Unreadable("a call of an earlier function had no stand-in value")
     if status == "timeout":
-        return Raised("FunctionTimedOut", ("FunctionTimedOut",), f"did not finish within {CALL_SECONDS:g} s")
+        return Raised("FunctionTimedOut", ("FunctionTimedOut",), f"did not finish within {call_seconds(case):g} s")
     if status == "raised":
         return Raised(str(record.get("type", "?"))[:80], tuple(str(n)[:80] for n in record.get("mro", []))[:20],
                       str(record.get("message", ""))[:300], record.get("where"))
@@ -707,7 +740,9 @@ def _check(case: Case, got, expected, record: dict, parameters: list[str] = ()) 
     if isinstance(got, Raised):
         inside = f" in {got.where}" if got.where and got.where != case.function else ""
         if got.type == "FunctionTimedOut":
-            raise CheckFailed(f"{case.function} did not finish within {CALL_SECONDS:g} s (an infinite loop?)")
+            raise CheckFailed(f"{case.function} did not finish within {call_seconds(case):g} s"
+                              f"{' of CPU time' if case.cpu_time else ''} "
+                              f"({'too slow for this case' if case.seconds is not None else 'an infinite loop?'})")
         if _unanswered(case, got):
             raise CheckFailed(f"{UNANSWERED} ({case.function} still raises NotImplementedError)")
         if inside and got.type == "NotImplementedError":

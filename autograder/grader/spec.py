@@ -97,6 +97,24 @@ class Case:
         0 for a case that no known mistake of its step fails (e.g.
         ``causal_mask(1)``, which every mask gets right): it is still run and
         reported, but wrong code cannot earn points on it by accident.
+    seconds : float, optional
+        The time limit of this case's call in the learner's kernel (trusted code's calls on it in the grader
+        get three times that, and at least 600 s on a memory-limited case). None: the grader's default per call
+        (:data:`autograder.grader.comparison.CALL_SECONDS`), which every case used before; set it for a
+        case that is large on purpose (assignment 7's memory case), never to make slow code pass.
+    cpu_time : bool
+        True: ``seconds`` counts the CPU time of the learner's kernel during the call, not the wall clock, so that a
+        grading machine busy with other work does not make a correct answer run out of time (the wait is not
+        counted); the test cell then has no per-cell wall-clock limit (``c.Execute.timeout``) of its own, only the
+        notebook's (``c.SandboxedExecute.wall_clock_limit``) and the kernel's CPU limit. False: wall clock.
+    memory_limit : int, optional
+        Bytes of address space a call on this case may use, as the grading sandbox allows
+        (``c.SandboxedKernelManager.memory_limit``). None: no limit of its own. For a case sized so that
+        a wrong way of computing (forming a T × T matrix) cannot fit: in the sandbox the kernel's own
+        limit applies; the grader runs trusted code on the case (known mistakes, the reference) and the
+        in-process model runs answers on it in a child process under this limit
+        (:mod:`autograder.grader.memory_limit`), so a mistake that exhausts the sandbox's memory gives the
+        same MemoryError everywhere and never allocates its T × T matrix in the grader.
     """
 
     description: str
@@ -111,6 +129,9 @@ class Case:
     no_warnings: bool = False
     weight: float = 1.0
     reads: bool = False
+    seconds: float | None = None
+    cpu_time: bool = False
+    memory_limit: int | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +159,12 @@ class Step:
     question : Question, optional
         For a question that checks understanding (grade_id ``question_*``): its answer and the feedback of
         its wrong answers (:class:`autograder.grader.questions.Question`, which makes the step).
+    values_graded_earlier : bool
+        The step grades something other than the values (memory, time) of a function whose values an
+        earlier step grades: a result that equals the solution with the mistakes identified in the
+        earlier steps put into it — also those of this step's own function — passes, so that a wrong
+        value is charged once, in its own step. False (the default): a function's own earlier mistakes
+        never excuse its result (a step that grades the same values again charges them, ``also_breaks``).
     """
 
     grade_id: str
@@ -145,6 +172,7 @@ class Step:
     cases: Callable[..., Sequence[Case]]
     diagnose: Callable[[Case, Any, Any], list[str]] | None = None
     question: Any = None
+    values_graded_earlier: bool = False
 
 
 @dataclass(frozen=True)
@@ -243,10 +271,11 @@ class Steps(list):
     ``steps=STEPS`` to :class:`Assignment` (which keeps them as a tuple). The builder is kept as it is (it is ``Step.cases``).
     """
 
-    def add(self, grade_id: str, title: str, diagnose: Callable[[Case, Any, Any], list[str]] | None = None):
+    def add(self, grade_id: str, title: str, diagnose: Callable[[Case, Any, Any], list[str]] | None = None, *,
+            values_graded_earlier: bool = False):
         """Declare the step graded in the autograder-test cell ``grade_id`` (see :class:`Step`)."""
         def declare(cases: Callable[..., Sequence[Case]]) -> Callable[..., Sequence[Case]]:
-            self.append(Step(grade_id, title, cases, diagnose))
+            self.append(Step(grade_id, title, cases, diagnose, values_graded_earlier=values_graded_earlier))
             return cases
         return declare
 

@@ -22,7 +22,7 @@ from autograder.grader.in_process import grader_for
 from autograder.nbgrader.cohorts import cohort_seed
 from autograder.nbgrader.notebook_cells import nbgrader_meta
 from autograder.grader.probe_output import screen, why_missing
-from autograder.sandbox import AFTER_LAST_CELL
+from autograder.sandbox import AFTER_LAST_CELL, NO_CELL_TIMEOUT
 from autograder.grader.stand_ins import run_passes
 
 
@@ -123,7 +123,8 @@ class InsertProbes(NbGraderPreprocessor):
     steps) and publishes the raw results. No reference code and no expected
     value of the step enters the kernel. With ``stand_ins`` (the default) it
     also asks :class:`~autograder.sandbox.SandboxedExecute` to run the
-    grader's stand-in passes after the last cell (:class:`StandInPasses`).
+    grader's stand-in passes after the last cell (:class:`StandInPasses`). A cell with a case whose time limit
+    counts CPU time (``Case.cpu_time``) is named in ``resources[NO_CELL_TIMEOUT]``: it has no per-cell wall clock.
     """
 
     stand_ins = Bool(True, help="Grade each step on its own: after the last cell, run again the failed cases "
@@ -137,9 +138,14 @@ class InsertProbes(NbGraderPreprocessor):
             self.log.warning("InsertProbes: %s is not an Attention Lab assignment; left as it is",
                              (resources.get("nbgrader") or {}).get("assignment"))
             return nb, resources
+        cpu_timed = set()
         for grade_id, cell in _autograder_cells(nb, grader):
             visible = _HIDDEN_REGION.sub("", cell.source).rstrip()
-            cell.source = f"{probe_source(grader.request(grade_id))}\n{visible}"
+            request = grader.request(grade_id)
+            cell.source = f"{probe_source(request)}\n{visible}"
+            if any(case.get("cpu_time") for case in request["cases"]):  # a busy machine must not time it out
+                cpu_timed.add(next(i for i, c in enumerate(nb.cells) if c is cell))
+        resources[NO_CELL_TIMEOUT] = frozenset(cpu_timed)
         if self.stand_ins:
             resources[AFTER_LAST_CELL] = StandInPasses(grader)
         return nb, resources

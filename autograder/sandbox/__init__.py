@@ -20,9 +20,9 @@ The names other modules use are re-exported here, so that they import from
 
 from autograder.sandbox.command import check_sandbox
 from autograder.sandbox.errors import SandboxError
-from autograder.sandbox.execute import AFTER_LAST_CELL, SandboxedExecute
+from autograder.sandbox.execute import AFTER_LAST_CELL, NO_CELL_TIMEOUT, SandboxedExecute
 from autograder.sandbox.manager import SandboxedKernelManager
 from autograder.sandbox.provisioner import PROVISIONER_NAME, SandboxProvisioner
 
-__all__ = ["AFTER_LAST_CELL", "PROVISIONER_NAME", "SandboxError", "SandboxProvisioner", "SandboxedExecute",
+__all__ = ["AFTER_LAST_CELL", "NO_CELL_TIMEOUT", "PROVISIONER_NAME", "SandboxError", "SandboxProvisioner", "SandboxedExecute",
            "SandboxedKernelManager", "check_sandbox"]

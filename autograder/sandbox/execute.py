@@ -67,6 +67,10 @@ from autograder.sandbox.reasons import cell_label, why_it_stopped
 PROBE_MIME = "application/vnd.attention-lab.probe+json"  # attention_lab.core.probe.MIME, not imported: no kernel code here
 #: Key in nbconvert's resources of a callable ``after_last_cell(nb, run_code)`` (see the module docstring).
 AFTER_LAST_CELL = "sandbox_after_last_cell"
+#: Key in nbconvert's resources of the indices of the cells that get no per-cell wall-clock limit
+#: (``Execute.timeout``): a test cell whose time limit counts CPU time (``Case.cpu_time``), which a busy machine
+#: must not turn into a timeout. The notebook's wall clock (``wall_clock_limit``) still covers them.
+NO_CELL_TIMEOUT = "sandbox_no_cell_timeout"
 AFTER_THE_LAST_CELL = "the grader's second pass (after the last cell)"
 
 
@@ -223,6 +227,9 @@ class SandboxedExecute(RunLimits, Execute):
             never_ran(cell)
             return cell, self.resources
         interrupts = self.km.interrupts
+        per_cell = self.timeout
+        if index in (self.resources or {}).get(NO_CELL_TIMEOUT, ()):
+            self.timeout = None  # nbclient: no limit for this cell; the notebook's wall clock still runs
         try:
             cell, _ = super().preprocess_cell(cell, resources, index)
             lost = self.kc.lost_messages()
@@ -249,6 +256,8 @@ class SandboxedExecute(RunLimits, Execute):
                 run.still_running = (cell, cell_label(cell, index))
             else:
                 append_error(cell, "OutputIncomplete", "the cell's output did not arrive completely")
+        finally:
+            self.timeout = per_cell
         if lost:
             run.lost_messages += lost
             self.resubscribe()

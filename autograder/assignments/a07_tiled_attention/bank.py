@@ -1,26 +1,26 @@
-"""Draft answer bank for assignment 7 (online softmax and tiled attention): solution, variants, hidden cases.
+"""Answer bank of assignment 7 (online softmax and tiled attention): solution, variants, hidden cases.
 
-Layout-independent material for the notebook, spec and answer bank that the layout issue's
-structure will hold (see DESIGN.md next to this file):
+See DESIGN.md next to this file for what each case, variant and mistake is for.
 
-* ``SOLUTION`` — the solution cells a source notebook will hold (grade_id → source), written as
-  a learner would: plain functions, NumPy only, no argument checks beyond the ValueError the
-  spec asks for. The grade_ids of the solution cells are the function names; the test cells
-  are ``STEPS``.
+* ``SOLUTION`` — the source notebook's solution cells (grade_id → source; the grade_ids of the
+  solution cells are the function names, the test cells are ``STEPS``), written as a learner
+  would: plain functions, NumPy only, no argument checks beyond the ValueError the spec asks for.
 * ``CORRECT`` — differently written correct answers (cell replacements, :class:`Variant`).
-* ``MISTAKES`` — known mistakes as exact edits of ``SOLUTION`` (:class:`Mistake`).
-* :func:`hidden_cases` — the proposed hidden cases per step (seeded), and ``REFERENCE``, the
-  functions that give their expected results.
+* ``KNOWN_MISTAKES`` — known mistakes as exact edits of ``SOLUTION`` (:class:`Mistake`);
+  ``MISTAKES`` holds the edited cells the grader uses.
+* :func:`hidden_cases` — the hidden cases per step (seeded), which the spec hands the grader, and
+  ``REFERENCE``, the functions that give their expected results.
 
-tests/test_draft_bank_tiled_attention.py runs every correct variant against the reference on the
-hidden cases and on random inputs, and every mistake on the hidden cases of its step.
+tests/test_tiled_attention_bank.py runs every correct variant against the reference on the hidden
+cases and on random inputs, and every mistake on the hidden cases of its step, in this process;
+tests/test_mistake_edits.py and tests/test_grader.py grade them as the grader does.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from autograder.grader.bank import Edit, Mistake
+from autograder.grader.bank import Edit, Mistake, source_solution, variants
 from autograder.grader.spec import Case, Variant
 
 from . import reference as ref
@@ -40,75 +40,9 @@ REFERENCE = {
     "tiled_attention": ref.tiled_attention,
 }
 
-# ------------------------------------------------------------------ solution (reference style)
-SOLUTION = {
-    "online_softmax": '''
-def online_softmax(blocks):
-    m = np.full(blocks[0].shape[:-1] + (1,), -np.inf)  # running maximum of each row
-    l = np.zeros(blocks[0].shape[:-1] + (1,))  # running sum of e^(x - m)
-    for x in blocks:
-        m_new = np.maximum(m, np.max(x, axis=-1, keepdims=True))
-        shift = np.where(m_new == -np.inf, 0.0, m_new)  # rows with nothing finite yet: any finite shift
-        l = l * np.exp(m - shift) + np.sum(np.exp(x - shift), axis=-1, keepdims=True)
-        m = m_new
-    shift = np.where(m == -np.inf, 0.0, m)
-    total = np.where(l > 0, l, 1.0)  # an all -inf row gets zeros, not 0 / 0
-    return np.concatenate([np.exp(x - shift) / total for x in blocks], axis=-1)
-''',
-    "tile_schedule": '''
-SKIPPED, MASKED, FULL = 0, 1, 2
-
-
-def tile_schedule(T_q, T_k, block_q, block_k, causal):
-    if causal and T_q > T_k:
-        raise ValueError(f"T_q={T_q} > T_k={T_k}: the first queries would see no key")
-    offset = T_k - T_q  # query i sits at position i + offset (bottom-right)
-    n_q, n_k = -(-T_q // block_q), -(-T_k // block_k)  # ceil: the last block may be shorter
-    schedule = np.full((n_q, n_k), FULL)
-    if not causal:
-        return schedule
-    for a in range(n_q):
-        first_q, last_q = a * block_q, min((a + 1) * block_q, T_q) - 1
-        for b in range(n_k):
-            first_k, last_k = b * block_k, min((b + 1) * block_k, T_k) - 1
-            if first_k > last_q + offset:  # even the last query cannot see the first key
-                schedule[a, b] = SKIPPED
-            elif last_k > first_q + offset:  # the first query cannot see the last key
-                schedule[a, b] = MASKED
-    return schedule
-''',
-    "tiled_attention": '''
-def tiled_attention(Q, K, V, block_q, block_k, causal):
-    T_q, T_k, d_v = Q.shape[-2], K.shape[-2], V.shape[-1]
-    offset = T_k - T_q
-    schedule = tile_schedule(T_q, T_k, block_q, block_k, causal)
-    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    output = np.zeros(batch + (T_q, d_v))
-    for a, qs in enumerate(range(0, T_q, block_q)):
-        q = Q[..., qs:qs + block_q, :]
-        n = q.shape[-2]
-        m = np.full(batch + (n, 1), -np.inf)
-        l = np.zeros(batch + (n, 1))
-        acc = np.zeros(batch + (n, d_v))
-        for b, ks in enumerate(range(0, T_k, block_k)):
-            if schedule[a, b] == SKIPPED:
-                continue
-            k, v = K[..., ks:ks + block_k, :], V[..., ks:ks + block_k, :]
-            scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(Q.shape[-1])
-            if schedule[a, b] == MASKED:
-                rows = np.arange(qs, qs + n)[:, None] + offset
-                cols = np.arange(ks, ks + k.shape[-2])[None, :]
-                scores = np.where(cols <= rows, scores, -np.inf)
-            m_new = np.maximum(m, scores.max(axis=-1, keepdims=True))  # finite: key 0 comes first
-            rescale = np.exp(m - m_new)
-            p = np.exp(scores - m_new)
-            l = rescale * l + p.sum(axis=-1, keepdims=True)
-            acc = rescale * acc + p @ v
-            m = m_new
-        output[..., qs:qs + n, :] = acc / l
-    return output
-''',
-}
+# ------------------------------------------------------------------ solution
+#: The source notebook's solution cells (grade_id → source), read from source/07_tiled_attention/, never a copy.
+SOLUTION = source_solution(__name__)
 
 # ------------------------------------------------------------------ correct variants
 CORRECT = {
@@ -369,7 +303,7 @@ _SQUARE = frozenset({"causal, T = 11 in tiles of 4 × 3", "causal, batch (2, 2) 
 _SCHEDULE_NOT_CAUSAL = frozenset({"no mask, 7 × 9 in tiles of 3 × 3", "causal, 6 queries over 4 keys: ValueError"})
 _NOT_CAUSAL = frozenset({"no mask, T = 10 in tiles of 3 × 4", "no mask, 7 queries over 4 keys in tiles of 3 × 3"})
 
-MISTAKES = {
+KNOWN_MISTAKES = {
     # ---- online_softmax
     "sum_not_rescaled": Mistake(
         "the running sum is not rescaled when the maximum rises", "test_online_softmax",
@@ -560,6 +494,10 @@ MISTAKES = {
 }
 
 
+#: The grader's form of the mistakes: the edited cells (what the spec hands the grader).
+MISTAKES = variants(KNOWN_MISTAKES, SOLUTION)
+
+
 # ------------------------------------------------------------------ hidden cases
 def _levels(rng, sizes, levels, sd=3.0):
     """Blocks of one row: block i has ``sizes[i]`` entries around ``levels[i]`` (−inf for a masked block)."""
@@ -642,6 +580,15 @@ def _tiled_cases():
     ]
 
 
+#: The memory case's time budget in the learner's kernel, in seconds of the kernel's CPU time (``Case.cpu_time``):
+#: the time a busy grading machine makes the call wait is not counted, so load cannot fail a correct answer. The
+#: reference needs 0.8–2.4 s, the slowest correct variants (every tile computed, or an exact softmax over all keys
+#: per query block) 6–11 s, at idle, where CPU time equals wall time: 60 s is 5× the slowest correct variant and
+#: 25× the reference, while a per-row Python loop (minutes) still runs out. The cell has no per-cell wall-clock
+#: limit of its own (c.Execute.timeout); the notebook's (c.SandboxedExecute.wall_clock_limit = 120 s) applies.
+MEMORY_CASE_SECONDS = 60.0
+
+
 def memory_case() -> Case:
     """Causal self-attention at T = 20 000 (``reference.MEMORY_CASE``): its score matrix needs 3.2 GB."""
     spec = ref.MEMORY_CASE
@@ -649,7 +596,29 @@ def memory_case() -> Case:
     Q, K, V = (rng.normal(size=(spec["T"], spec["d_head"])) for _ in range(3))
     return Case(f"causal, T = {spec['T']} (its T × T scores would need 3.2 GB) in tiles of {spec['block_q']} × "
                 f"{spec['block_k']}", "tiled_attention", (Q, K, V, spec["block_q"], spec["block_k"], spec["causal"]),
-                outputs=("the output",), rtol=0.0, atol=1e-12)
+                outputs=("the output",), rtol=0.0, atol=1e-12, seconds=MEMORY_CASE_SECONDS, cpu_time=True,
+                memory_limit=ref.SANDBOX_MEMORY_LIMIT)
+
+
+#: A small model of :func:`memory_case` for tests that grade whole answers in-process many times over (every
+#: variant with every mistake): the same causal self-attention under the same rule — one T × T float64 matrix
+#: (8 T² = 128 MB) cannot fit in the limit (24 MiB, plus the forked child's 64 MiB headroom) while the tiles
+#: (256 × 128) and the inputs do — at a fiftieth of the work. tests/test_tiled_attention_bank.py asserts that the
+#: bank's answers get the same outcome on it as on the real case; the grader only ever uses :func:`memory_case`.
+MEMORY_STAND_IN = {"T": 4_000, "d_head": 8, "block_q": 256, "block_k": 128, "causal": True,
+                   "memory_limit": 24 * 2**20}
+
+
+def memory_stand_in_case() -> Case:
+    """:data:`MEMORY_STAND_IN` as a :class:`Case` shaped like :func:`memory_case` (tests only)."""
+    spec = MEMORY_STAND_IN
+    assert 8 * spec["T"] ** 2 > spec["memory_limit"] + 64 * 2**20  # no T × T matrix fits, nor the child's headroom
+    rng = np.random.default_rng(7005)
+    Q, K, V = (rng.normal(size=(spec["T"], spec["d_head"])) for _ in range(3))
+    return Case(f"causal, T = {spec['T']} (its T × T scores would need 128 MB) in tiles of "
+                f"{spec['block_q']} × {spec['block_k']}", "tiled_attention",
+                (Q, K, V, spec["block_q"], spec["block_k"], spec["causal"]), outputs=("the output",), rtol=0.0,
+                atol=1e-12, seconds=MEMORY_CASE_SECONDS, cpu_time=True, memory_limit=spec["memory_limit"])
 
 
 def hidden_cases(include_memory_case: bool = True) -> dict[str, list[Case]]:

@@ -36,9 +36,12 @@ This file is the grader's ground truth; it never reaches ``source/``,
 from __future__ import annotations
 
 import math
-import tracemalloc
 
 import numpy as np
+
+# The sandbox's limit and the measurement are the student package's, so that the memory plot a learner sees and
+# the grader's numbers come from one implementation.
+from attention_lab.a07_tiled_attention.memory import SANDBOX_MEMORY_LIMIT, traced_peak_bytes  # noqa: F401
 
 from autograder.assignments.a01_attention.reference import scaled_dot_product_attention
 from autograder.assignments.a05_kv_cache.reference import causal_mask
@@ -47,9 +50,6 @@ from autograder.assignments.validation import as_float_array, require_bool, requ
 #: Codes of :func:`tile_schedule`.
 SKIPPED, MASKED, FULL = 0, 1, 2
 
-#: The grading sandbox's address-space limit, bytes (``c.SandboxedKernelManager.memory_limit``
-#: in nbgrader_config.py; a test checks that the two agree).
-SANDBOX_MEMORY_LIMIT = 2 * 2**30
 
 #: The memory case: causal self-attention at T = 20 000 with d_head = 8 and 512 × 256 tiles (both
 #: ragged: 20 000 = 39 · 512 + 32 = 78 · 256 + 32). Its score matrix would need 20 000² · 8 B = 3.2 GB
@@ -391,41 +391,6 @@ def smallest_T_exceeding(limit_bytes, itemsize=8):
     limit_bytes = require_positive_int("limit_bytes", limit_bytes)
     itemsize = require_positive_int("itemsize", itemsize)
     return math.isqrt(limit_bytes // itemsize) + 1
-
-
-def traced_peak_bytes(function, *args, **kwargs):
-    """Call ``function(*args, **kwargs)`` and measure the most memory it held at once, in bytes.
-
-    Uses :mod:`tracemalloc`, which NumPy reports its array buffers to: the
-    result is the peak of traced memory during the call minus what was
-    traced before it, so it counts the temporaries and the result, not the
-    inputs. Deterministic for a given NumPy (the same allocations every run).
-
-    Parameters
-    ----------
-    function : callable
-    *args, **kwargs
-        Passed to ``function``.
-
-    Returns
-    -------
-    result : object
-        What ``function`` returned.
-    peak : int
-        Peak traced bytes above the level at the call, ≥ 0.
-    """
-    was_tracing = tracemalloc.is_tracing()
-    if not was_tracing:
-        tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        before, _ = tracemalloc.get_traced_memory()
-        result = function(*args, **kwargs)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        if not was_tracing:
-            tracemalloc.stop()
-    return result, max(peak - before, 0)
 
 
 def memory_growth(T_values, d_head=8, block_q=64, block_k=64, causal=True, seed=0):
