@@ -68,16 +68,27 @@ def _code_hash() -> str:
     return hashlib.sha256("".join(tree_hash(p, frozenset({"examples"})) for p in PACKAGES).encode()).hexdigest()
 
 
-def grader_version(course_dir: Path) -> str:
-    """The grader's version as a hash: package versions, the grading code, the course's ``nbgrader_config.py``."""
-    versions = []
-    # this package's distribution (pyproject.toml's name) as installed, and nbgrader's
+@functools.lru_cache(maxsize=None)
+def _distributions() -> tuple[tuple[str, str | None], ...]:
+    """(name, installed version or None) of this package's distribution (pyproject.toml's name) and nbgrader's.
+
+    Once per process: ``packages_distributions`` reads the metadata of every installed distribution (about 0.45 s),
+    and every student's job asks twice (its graded notebook's label and the version in it); a job forked from
+    ``make grade`` inherits what its parent found (installed packages do not change while a class is graded).
+    """
     ours = metadata.packages_distributions().get("autograder", ["?"])[0]
+    found = []
     for package in (ours, "nbgrader"):
         try:
-            versions.append(f"{package}={metadata.version(package)}")
+            found.append((package, metadata.version(package)))
         except metadata.PackageNotFoundError:
-            versions.append(f"{package}=?")
+            found.append((package, None))
+    return tuple(found)
+
+
+def grader_version(course_dir: Path) -> str:
+    """The grader's version as a hash: package versions, the grading code, the course's ``nbgrader_config.py``."""
+    versions = [f"{package}={version or '?'}" for package, version in _distributions()]
     text = "|".join([*versions, _code_hash(), _grading_config_hash(Path(course_dir) / "nbgrader_config.py"),
                      tree_hash(Path(course_dir) / "cohort.json")])  # the cohort's seed of the hidden cases
     return hashlib.sha256(text.encode()).hexdigest()
@@ -108,13 +119,7 @@ def grader_label(course_dir: Path) -> str:
         first 12 hex digits of :func:`grader_version` (which also covers the grading code and the course's
         ``nbgrader_config.py``, so that two gradings with the same label used the same grader).
     """
-    ours = metadata.packages_distributions().get("autograder", ["?"])[0]
-    parts = []
-    for package in (ours, "nbgrader"):
-        try:
-            parts.append(f"{package} {metadata.version(package)}")
-        except metadata.PackageNotFoundError:
-            parts.append(f"{package} (version unknown)")
+    parts = [f"{package} {version or '(version unknown)'}" for package, version in _distributions()]
     return ", ".join([*parts, f"grader {grader_version(course_dir)[:12]}"])
 
 
