@@ -1,10 +1,13 @@
 """axe-core in JupyterLab: no serious or critical accessibility violation on any notebook page of the course.
 
-One JupyterLab server (``make lab``'s command, on a throw-away copy of the course) and one Chromium serve every
-page; one test per page, parametrised from the folders, so that a new notebook in notebooks/ or a new assignment
-in release/ is checked without editing this file. Each page is opened, run (Run All: the explorers draw, the
-figures appear), and axe-core (the copy bundled by ``axe-playwright-python``) checks the whole page. Then every
-explorer control is checked for an accessible name and for keyboard focus.
+One JupyterLab server (``make lab``'s command, on a throw-away copy of the course) and one Chromium page serve
+every notebook: JupyterLab is loaded once, and each test opens its notebook with JupyterLab's own command as the
+page's only document (the one before it is closed and its kernel shut down), so that the page is what loading
+``/lab/tree/<notebook>`` shows, without loading JupyterLab again for each. One test per page, parametrised from
+the folders, so that a new notebook in notebooks/ or a new assignment in release/ is checked without editing this
+file. Each page is run (Run All: the explorers draw, the figures appear), and axe-core (the copy bundled by
+``axe-playwright-python``) checks the whole page. Then every explorer control is checked for an accessible name
+and for keyboard focus.
 
 Violations on JupyterLab's own chrome, which the course cannot change, are dropped only when they are listed in
 :data:`JUPYTERLAB_CHROME` (rule and CSS selector of JupyterLab's element, with the reason); nothing else is
@@ -17,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from attention_lab.core.redraw import SUMMARY_CLASS
-from browser_support import CHROMIUM, course_copy, lab_server, run_all, wait_idle
+from browser_support import CHROMIUM, EXPOSE_APP, course_copy, lab_server, open_alone, open_lab, run_all
 from conftest import REPO
 
 ARTIFACTS = REPO / "test-artifacts" / "accessibility"
@@ -76,26 +79,17 @@ def serious_violations(page, results) -> list[str]:
 def lab(tmp_path_factory):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     root = course_copy(REPO, tmp_path_factory.mktemp("a11y") / "course")
-    with lab_server(root, ARTIFACTS / "jupyterlab.log") as base:
+    with lab_server(root, ARTIFACTS / "jupyterlab.log", options=(EXPOSE_APP,)) as base:
         yield base
 
 
-#: Shuts down the page's kernels (each opened notebook keeps one, about 100 MB, until the server stops); the REST
-#: call needs the _xsrf cookie as header (shared/notes/browser-testing.md).
-SHUT_DOWN_KERNELS_JS = """async () => {
-  const xsrf = decodeURIComponent((document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || '');
-  const sessions = await (await fetch('/api/sessions')).json();
-  for (const session of sessions)
-    await fetch('/api/sessions/' + session.id, {method: 'DELETE', headers: {'X-XSRFToken': xsrf}});
-  return sessions.length; }"""
-
-
-@pytest.fixture
-def page(browser):
+@pytest.fixture(scope="module")
+def page(browser, lab):
+    """JupyterLab loaded once; each test opens its notebook in it (:func:`browser_support.open_alone`)."""
     context = browser.new_context(viewport={"width": 1500, "height": 1100})
     page = context.new_page()
+    open_lab(page, lab)
     yield page
-    page.evaluate(SHUT_DOWN_KERNELS_JS)
     context.close()
 
 
@@ -113,9 +107,8 @@ def test_the_excused_jupyterlab_rules_do_not_match_course_content():
 
 
 @pytest.mark.parametrize("notebook", PAGES)
-def test_no_serious_accessibility_violation(lab, page, notebook):
-    page.goto(f"{lab}/lab/tree/{notebook}?reset")
-    wait_idle(page)
+def test_no_serious_accessibility_violation(page, notebook):
+    open_alone(page, notebook)
     if notebook != START_PAGE:
         run_all(page)
     explorers = page.locator(EXPLORER_BOX)
