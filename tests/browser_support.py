@@ -168,9 +168,9 @@ def wait_new_pixels(page, image, before: int, timeout=20_000) -> int:
     return image.evaluate(HASH_JS)
 
 
-def open_lab(page, base: str) -> None:
-    """Load JupyterLab (started with :data:`EXPOSE_APP`) once in ``page``, with a fresh workspace, until restored."""
-    page.goto(f"{base}/lab?reset")
+def open_lab(page, url: str) -> None:
+    """Load JupyterLab (started with :data:`EXPOSE_APP`) at ``url`` once in ``page``, until it is restored."""
+    page.goto(url)
     page.wait_for_function("() => !!window.jupyterapp", timeout=90_000)
     page.evaluate("async () => { await window.jupyterapp.restored; }")
 

@@ -88,7 +88,7 @@ def page(browser, lab):
     """JupyterLab loaded once; each test opens its notebook in it (:func:`browser_support.open_alone`)."""
     context = browser.new_context(viewport={"width": 1500, "height": 1100})
     page = context.new_page()
-    open_lab(page, lab)
+    open_lab(page, f"{lab}/lab?reset")  # a fresh workspace
     yield page
     context.close()
 
