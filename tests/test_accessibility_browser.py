@@ -9,6 +9,11 @@ file. Each page is run (Run All: the explorers draw, the figures appear), and ax
 ``axe-playwright-python``) checks the whole page. Then every explorer control is checked for an accessible name
 and for keyboard focus.
 
+Run All in this page is also the one execution per run (issue 11) of each explorer and each untouched release:
+what running them must give (no error and a visual; every autograder cell failing with a plain message) is
+asserted here on the notebook as JupyterLab holds it after Run All, not on a second run by nbclient in
+tests/test_notebooks.py.
+
 Violations on JupyterLab's own chrome, which the course cannot change, are dropped only when they are listed in
 :data:`JUPYTERLAB_CHROME` (rule and CSS selector of JupyterLab's element, with the reason); nothing else is
 excluded. Needs Debian's Chromium, as tests/test_browser.py.
@@ -17,6 +22,7 @@ excluded. Needs Debian's Chromium, as tests/test_browser.py.
 import os
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from attention_lab.core.redraw import SUMMARY_CLASS
@@ -106,11 +112,30 @@ def test_the_excused_jupyterlab_rules_do_not_match_course_content():
         assert "widget" not in selector and "Output" not in selector and reason
 
 
-@pytest.mark.parametrize("notebook", PAGES)
-def test_no_serious_accessibility_violation(page, notebook):
+#: Each notebook as JupyterLab's model holds it after Run All in this module's page (its outputs included).
+RAN: dict[str, nbformat.NotebookNode] = {}
+#: The current notebook of the page in nbformat's JSON: JupyterLab's own serialisation of its model.
+MODEL_JS = "() => window.jupyterapp.shell.currentWidget.content.model.toJSON()"
+
+
+def open_and_run(page, notebook: str) -> None:
+    """Open ``notebook`` alone in the page, Run All (not on the start page), keep what it gave in :data:`RAN`."""
     open_alone(page, notebook)
     if notebook != START_PAGE:
         run_all(page)
+        RAN[notebook] = nbformat.from_dict(page.evaluate(MODEL_JS))
+
+
+def ran(page, notebook: str) -> nbformat.NotebookNode:
+    """``notebook`` after Run All: from its accessibility test, or run now when that test was not selected."""
+    if notebook not in RAN:
+        open_and_run(page, notebook)
+    return RAN[notebook]
+
+
+@pytest.mark.parametrize("notebook", PAGES)
+def test_no_serious_accessibility_violation(page, notebook):
+    open_and_run(page, notebook)
     explorers = page.locator(EXPLORER_BOX)
     if Path(notebook).parent.name == "notebooks" and notebook != START_PAGE:
         expect(explorers.first).to_be_visible(timeout=60_000)
@@ -130,3 +155,40 @@ def test_no_serious_accessibility_violation(page, notebook):
     unreachable = controls.evaluate_all(
         "els => els.filter(el => el.tabIndex < 0 || el.disabled).map(el => el.outerHTML.slice(0, 120))")
     assert unreachable == []
+
+
+# ---- what Run All gives: each notebook's one execution per run (issue 11), asserted on the page's notebook ---------
+
+def code_outputs(nb) -> list:
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+
+
+def widget_views(outputs) -> list:
+    return [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+
+
+@pytest.mark.parametrize("notebook", [p for p in PAGES if p.startswith("notebooks/") and p != START_PAGE])
+def test_run_all_on_a_self_study_notebook_raises_nothing_and_shows_its_visual(page, notebook):
+    """(The start page has no visual and is not run here: tests/test_notebooks.py runs it.)"""
+    outputs = code_outputs(ran(page, notebook))
+    assert not [o for o in outputs if o.output_type == "error"], [o for o in outputs if o.output_type == "error"]
+    assert len(widget_views(outputs)) >= 1, "a self-study notebook shows its visual"
+
+
+@pytest.mark.parametrize("notebook", [p for p in PAGES if p.startswith("release/")])
+def test_run_all_on_the_untouched_release_runs_to_the_end_and_says_not_answered_yet(page, notebook):
+    from autograder.nbgrader.notebook_cells import nbgrader_meta
+    from self_check_harness import error_lines, our_frames
+
+    nb = ran(page, notebook)
+    last = [c for c in nb.cells if c.cell_type == "code"][-1]
+    assert last.execution_count is not None, "Run All reached the last cell"
+    # every autograder cell fails on the untouched release (what `nbgrader validate --invert` checks)
+    tests = [c for c in nb.cells if nbgrader_meta(c).get("grade") and c.cell_type == "code"]
+    assert tests and all(any(o.output_type == "error" for o in c.outputs) for c in tests), [
+        nbgrader_meta(c)["grade_id"] for c in tests if not any(o.output_type == "error" for o in c.outputs)]
+    errors = [o for o in code_outputs(nb) if o.output_type == "error"]
+    plain = [error_lines(o) for o in errors if o.ename == "SelfCheckFailed"]
+    assert plain and all(lines[0].startswith("✗ ") for lines in plain)
+    assert any("is not answered yet" in lines[0] for lines in plain)
+    assert not any(our_frames(error_lines(o)) for o in errors)
