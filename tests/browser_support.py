@@ -198,6 +198,10 @@ def open_alone(page, path: str) -> None:
     """Open ``path`` (relative to the server's root) in a page of :func:`open_lab` as its only document; kernel idle."""
     from playwright.sync_api import expect
 
+    dialogs = page.locator(".jp-Dialog")  # one left open by a test that failed would cover the page
+    for _ in range(dialogs.count()):
+        page.keyboard.press("Escape")
+    expect(dialogs).to_have_count(0)
     page.evaluate(OPEN_ALONE_JS, path)
     label = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
     expect(label).to_have_text(Path(path).name, timeout=60_000)
