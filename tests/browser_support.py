@@ -45,6 +45,11 @@ PIXEL_JS = """([el, fx, fy]) => { const w = el.naturalWidth, h = el.naturalHeigh
   const d = g.getImageData(Math.floor(fx * w), Math.floor(fy * h), 1, 1).data; return [d[0], d[1], d[2]]; }"""
 
 
+#: JupyterLab's own option for browser tests: the page's ``window.jupyterapp`` is the application, whose commands
+#: (``docmanager:open``, ...) and shell open and close documents without loading the page again.
+EXPOSE_APP = "--LabApp.expose_app_in_browser=True"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -53,14 +58,15 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def lab_server(root: Path, log_path: Path, token: str = "", *, make_lab: bool = False,
-               settings: dict | None = None):
+               settings: dict | None = None, options: tuple[str, ...] = ()):
     """Start JupyterLab on ``root`` as ``make lab`` does; yield its base URL; stop its process group afterwards.
 
     ``make_lab=True`` runs exactly ``make lab``'s command, ``python -m attention_lab.lab``, in ``root`` (which
     also copies ``release/`` to ``workspace/``); otherwise :func:`lab_command` is started directly.
     ``settings`` maps a settings file (e.g. ``"@jupyterlab/docmanager-extension/plugin.jupyterlab-settings"``)
     to its JSON content, on top of the quiet defaults below. With a ``token``, every request needs it
-    (``?token=…`` once, then the cookie).
+    (``?token=…`` once, then the cookie). ``options`` are more command-line options (e.g.
+    :data:`EXPOSE_APP`).
     """
     run = Path(tempfile.mkdtemp(prefix="attention-lab-browser-"))
     settings_dir = run / "settings"
@@ -78,7 +84,7 @@ def lab_server(root: Path, log_path: Path, token: str = "", *, make_lab: bool = 
     port = free_port()
     options = ["--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
                "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", "--ServerApp.password=",
-               "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+               "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", *options]
     command = [sys.executable, "-m", "attention_lab.lab", *options] if make_lab else lab_command(root, *options)
     log = open(log_path, "w")
     # its own process group, so that teardown stops the server and anything it started
@@ -160,3 +166,43 @@ def wait_new_pixels(page, image, before: int, timeout=20_000) -> int:
     page.wait_for_function(f"([el, before]) => {{ const h = ({HASH_JS})(el); return h !== -1 && h !== before; }}",
                            arg=[image.element_handle(), before], timeout=timeout)
     return image.evaluate(HASH_JS)
+
+
+def open_lab(page, url: str) -> None:
+    """Load JupyterLab (started with :data:`EXPOSE_APP`) at ``url`` once in ``page``, until it is restored."""
+    page.goto(url)
+    page.wait_for_function("() => !!window.jupyterapp", timeout=90_000)
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
+
+
+#: Opens a notebook with JupyterLab's own command (what its URL routing and file browser run), then closes every
+#: other main-area document (after shutting down its kernel, discarding what running it changed), so that the page
+#: holds that notebook alone, as after loading ``/lab/tree/<path>`` — without loading JupyterLab again.
+OPEN_ALONE_JS = """async (path) => {
+  const app = window.jupyterapp;
+  const others = [...app.shell.widgets('main')];
+  const opened = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+  await opened.context.ready;
+  for (const widget of others) {
+    if (widget === opened) continue;
+    if (widget.sessionContext) await widget.sessionContext.shutdown();
+    if (widget.context) widget.context.model.dirty = false;
+    widget.dispose();
+  }
+  app.shell.activateById(opened.id);
+  await opened.sessionContext.ready;
+  return opened.id; }"""
+
+
+def open_alone(page, path: str) -> None:
+    """Open ``path`` (relative to the server's root) in a page of :func:`open_lab` as its only document; kernel idle."""
+    from playwright.sync_api import expect
+
+    dialogs = page.locator(".jp-Dialog")  # one left open by a test that failed would cover the page
+    for _ in range(dialogs.count()):
+        page.keyboard.press("Escape")
+    expect(dialogs).to_have_count(0)
+    page.evaluate(OPEN_ALONE_JS, path)
+    label = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
+    expect(label).to_have_text(Path(path).name, timeout=60_000)
+    wait_idle(page)

@@ -1,10 +1,18 @@
 """axe-core in JupyterLab: no serious or critical accessibility violation on any notebook page of the course.
 
-One JupyterLab server (``make lab``'s command, on a throw-away copy of the course) and one Chromium serve every
-page; one test per page, parametrised from the folders, so that a new notebook in notebooks/ or a new assignment
-in release/ is checked without editing this file. Each page is opened, run (Run All: the explorers draw, the
-figures appear), and axe-core (the copy bundled by ``axe-playwright-python``) checks the whole page. Then every
-explorer control is checked for an accessible name and for keyboard focus.
+One JupyterLab server (``make lab``'s command, on a throw-away copy of the course) and one Chromium page serve
+every notebook: JupyterLab is loaded once, and each test opens its notebook with JupyterLab's own command as the
+page's only document (the one before it is closed and its kernel shut down), so that the page is what loading
+``/lab/tree/<notebook>`` shows, without loading JupyterLab again for each. One test per page, parametrised from
+the folders, so that a new notebook in notebooks/ or a new assignment in release/ is checked without editing this
+file. Each page is run (Run All: the explorers draw, the figures appear), and axe-core (the copy bundled by
+``axe-playwright-python``) checks the whole page. Then every explorer control is checked for an accessible name
+and for keyboard focus.
+
+Run All in this page is also the one execution per run (issue 11) of each explorer and each untouched release:
+what running them must give (no error and a visual; every autograder cell failing with a plain message) is
+asserted here on the notebook as JupyterLab holds it after Run All, not on a second run by nbclient in
+tests/test_notebooks.py.
 
 Violations on JupyterLab's own chrome, which the course cannot change, are dropped only when they are listed in
 :data:`JUPYTERLAB_CHROME` (rule and CSS selector of JupyterLab's element, with the reason); nothing else is
@@ -14,10 +22,11 @@ excluded. Needs Debian's Chromium, as tests/test_browser.py.
 import os
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from attention_lab.core.redraw import SUMMARY_CLASS
-from browser_support import CHROMIUM, course_copy, lab_server, run_all, wait_idle
+from browser_support import CHROMIUM, EXPOSE_APP, course_copy, lab_server, open_alone, open_lab, run_all
 from conftest import REPO
 
 ARTIFACTS = REPO / "test-artifacts" / "accessibility"
@@ -76,26 +85,17 @@ def serious_violations(page, results) -> list[str]:
 def lab(tmp_path_factory):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     root = course_copy(REPO, tmp_path_factory.mktemp("a11y") / "course")
-    with lab_server(root, ARTIFACTS / "jupyterlab.log") as base:
+    with lab_server(root, ARTIFACTS / "jupyterlab.log", options=(EXPOSE_APP,)) as base:
         yield base
 
 
-#: Shuts down the page's kernels (each opened notebook keeps one, about 100 MB, until the server stops); the REST
-#: call needs the _xsrf cookie as header (shared/notes/browser-testing.md).
-SHUT_DOWN_KERNELS_JS = """async () => {
-  const xsrf = decodeURIComponent((document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || '');
-  const sessions = await (await fetch('/api/sessions')).json();
-  for (const session of sessions)
-    await fetch('/api/sessions/' + session.id, {method: 'DELETE', headers: {'X-XSRFToken': xsrf}});
-  return sessions.length; }"""
-
-
-@pytest.fixture
-def page(browser):
+@pytest.fixture(scope="module")
+def page(browser, lab):
+    """JupyterLab loaded once; each test opens its notebook in it (:func:`browser_support.open_alone`)."""
     context = browser.new_context(viewport={"width": 1500, "height": 1100})
     page = context.new_page()
+    open_lab(page, f"{lab}/lab?reset")  # a fresh workspace
     yield page
-    page.evaluate(SHUT_DOWN_KERNELS_JS)
     context.close()
 
 
@@ -113,12 +113,30 @@ def test_the_excused_jupyterlab_rules_do_not_match_course_content():
         assert "widget" not in selector and "Output" not in selector and reason
 
 
-@pytest.mark.parametrize("notebook", PAGES)
-def test_no_serious_accessibility_violation(lab, page, notebook):
-    page.goto(f"{lab}/lab/tree/{notebook}?reset")
-    wait_idle(page)
+#: Each notebook as JupyterLab's model holds it after Run All in this module's page (its outputs included).
+RAN: dict[str, nbformat.NotebookNode] = {}
+#: The current notebook of the page in nbformat's JSON: JupyterLab's own serialisation of its model.
+MODEL_JS = "() => window.jupyterapp.shell.currentWidget.content.model.toJSON()"
+
+
+def open_and_run(page, notebook: str) -> None:
+    """Open ``notebook`` alone in the page, Run All (not on the start page), keep what it gave in :data:`RAN`."""
+    open_alone(page, notebook)
     if notebook != START_PAGE:
         run_all(page)
+        RAN[notebook] = nbformat.from_dict(page.evaluate(MODEL_JS))
+
+
+def ran(page, notebook: str) -> nbformat.NotebookNode:
+    """``notebook`` after Run All: from its accessibility test, or run now when that test was not selected."""
+    if notebook not in RAN:
+        open_and_run(page, notebook)
+    return RAN[notebook]
+
+
+@pytest.mark.parametrize("notebook", PAGES)
+def test_no_serious_accessibility_violation(page, notebook):
+    open_and_run(page, notebook)
     explorers = page.locator(EXPLORER_BOX)
     if Path(notebook).parent.name == "notebooks" and notebook != START_PAGE:
         expect(explorers.first).to_be_visible(timeout=60_000)
@@ -138,3 +156,40 @@ def test_no_serious_accessibility_violation(lab, page, notebook):
     unreachable = controls.evaluate_all(
         "els => els.filter(el => el.tabIndex < 0 || el.disabled).map(el => el.outerHTML.slice(0, 120))")
     assert unreachable == []
+
+
+# ---- what Run All gives: each notebook's one execution per run (issue 11), asserted on the page's notebook ---------
+
+def code_outputs(nb) -> list:
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+
+
+def widget_views(outputs) -> list:
+    return [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+
+
+@pytest.mark.parametrize("notebook", [p for p in PAGES if p.startswith("notebooks/") and p != START_PAGE])
+def test_run_all_on_a_self_study_notebook_raises_nothing_and_shows_its_visual(page, notebook):
+    """(The start page has no visual and is not run here: tests/test_notebooks.py runs it.)"""
+    outputs = code_outputs(ran(page, notebook))
+    assert not [o for o in outputs if o.output_type == "error"], [o for o in outputs if o.output_type == "error"]
+    assert len(widget_views(outputs)) >= 1, "a self-study notebook shows its visual"
+
+
+@pytest.mark.parametrize("notebook", [p for p in PAGES if p.startswith("release/")])
+def test_run_all_on_the_untouched_release_runs_to_the_end_and_says_not_answered_yet(page, notebook):
+    from autograder.nbgrader.notebook_cells import nbgrader_meta
+    from self_check_harness import error_lines, our_frames
+
+    nb = ran(page, notebook)
+    last = [c for c in nb.cells if c.cell_type == "code"][-1]
+    assert last.execution_count is not None, "Run All reached the last cell"
+    # every autograder cell fails on the untouched release (what `nbgrader validate --invert` checks)
+    tests = [c for c in nb.cells if nbgrader_meta(c).get("grade") and c.cell_type == "code"]
+    assert tests and all(any(o.output_type == "error" for o in c.outputs) for c in tests), [
+        nbgrader_meta(c)["grade_id"] for c in tests if not any(o.output_type == "error" for o in c.outputs)]
+    errors = [o for o in code_outputs(nb) if o.output_type == "error"]
+    plain = [error_lines(o) for o in errors if o.ename == "SelfCheckFailed"]
+    assert plain and all(lines[0].startswith("✗ ") for lines in plain)
+    assert any("is not answered yet" in lines[0] for lines in plain)
+    assert not any(our_frames(error_lines(o)) for o in errors)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from attention_lab.a01_attention import visual as ex
-from browser_support import (CHROMIUM, HASH_JS, PIXEL_JS, course_copy, lab_server, run_all,
-                             slider_handle, wait_idle, wait_new_pixels)
+from browser_support import (CHROMIUM, EXPOSE_APP, HASH_JS, PIXEL_JS, course_copy, lab_server, open_alone,
+                             open_lab, run_all, slider_handle, wait_new_pixels)
 from conftest import ASSIGNMENT, REPO
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"
@@ -33,7 +33,7 @@ def lab_course(tmp_path_factory):
     """(base URL, course folder the Lab serves)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     root = course_copy(REPO, tmp_path_factory.mktemp("lab") / "course")
-    with lab_server(root, ARTIFACTS / "jupyterlab.log") as base:
+    with lab_server(root, ARTIFACTS / "jupyterlab.log", options=(EXPOSE_APP,)) as base:
         yield base, root
 
 
@@ -42,10 +42,13 @@ def lab(lab_course):
     return lab_course[0]
 
 
-@pytest.fixture
-def page(browser):
+@pytest.fixture(scope="module")
+def page(browser, lab):
+    """JupyterLab loaded once, at the address `make lab` opens; each later test opens its notebook in it as the
+    page's only document (:func:`browser_support.open_alone`) instead of loading JupyterLab again."""
     context = browser.new_context(viewport={"width": 1500, "height": 1100})
     page = context.new_page()
+    open_lab(page, f"{lab}/")
     yield page
     context.close()
 
@@ -61,16 +64,15 @@ def pixel(image, T, row, col):
     return np.array(image.evaluate(f"(el) => ({PIXEL_JS})([el, {fx}, {fy}])"))
 
 
-def test_lab_opens_on_the_start_page(lab, page):
-    page.goto(f"{lab}/")
+def test_lab_opens_on_the_start_page(page):
     expect(page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel").first).to_have_text(
         "00_start_here.ipynb", timeout=60_000)
     expect(page.locator(".jp-RenderedMarkdown h1").first).to_contain_text("Attention Lab — start here")
     page.screenshot(path=str(ARTIFACTS / "start_page.png"))
 
 
-def test_explorer_redraws_under_the_keyboard_and_the_mask_darkens_the_upper_triangle(lab, page):
-    page.goto(f"{lab}/lab/tree/notebooks/01_attention_explorer.ipynb?reset")
+def test_explorer_redraws_under_the_keyboard_and_the_mask_darkens_the_upper_triangle(page):
+    open_alone(page, "notebooks/01_attention_explorer.ipynb")
     run_all(page)
     image = page.locator("img.widget-image").first
     expect(image).to_be_visible(timeout=60_000)
@@ -106,9 +108,8 @@ def test_explorer_redraws_under_the_keyboard_and_the_mask_darkens_the_upper_tria
     page.screenshot(path=str(ARTIFACTS / "explorer_no_mask.png"))
 
 
-def test_nbgrader_validate_button_and_create_assignment_sidebar(lab, page):
-    page.goto(f"{lab}/lab/tree/release/01_scaled_dot_product_attention/scaled_dot_product_attention.ipynb?reset")
-    wait_idle(page)
+def test_nbgrader_validate_button_and_create_assignment_sidebar(page):
+    open_alone(page, "release/01_scaled_dot_product_attention/scaled_dot_product_attention.ipynb")
     page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) jp-button.validate-button").click()
     dialog = page.locator(".jp-Dialog-body")
     expect(dialog).to_contain_text("failed", timeout=120_000)  # the untouched release fails its tests
@@ -119,6 +120,8 @@ def test_nbgrader_validate_button_and_create_assignment_sidebar(lab, page):
     tab.click()
     expect(page.locator(".nbgrader-CellWidget").first).to_be_visible(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "create_assignment.png"))
+    tab.click()  # closed again: the next test's notebook in this page is as wide as on a fresh load
+    expect(page.locator(".nbgrader-CellWidget").first).to_be_hidden()
 
 
 def test_run_all_on_a_notebook_with_a_mistake_shows_every_verdict_and_draws_the_explorer(lab_course, page):
@@ -136,7 +139,7 @@ def test_run_all_on_a_notebook_with_a_mistake_shows_every_verdict_and_draws_the_
     failing = {grade_id for grade_id, source in cells_of(assignment).self_checks.items() if verdict(namespace, source)}
     code = [c for c in nb.cells if c.cell_type == "code"]
 
-    page.goto(f"{base}/lab/tree/release/{ASSIGNMENT}/with_a_mistake.ipynb?reset")
+    open_alone(page, f"release/{ASSIGNMENT}/with_a_mistake.ipynb")
     run_all(page)
     panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     dom_cells = panel.locator(".jp-Cell.jp-CodeCell")

@@ -104,8 +104,8 @@ def test_saved_widget_state_is_dropped_by_generate_assignment(tmp_path):
 
 # "The source passes every test, the release fails every test" (nbgrader validate, and --invert) is asserted
 # where each notebook is executed anyway, once per run (issue 11): tests/test_notebooks.py runs every source
-# notebook (no cell may raise: every autograder cell passes) and every untouched release (every autograder cell
-# fails). nbgrader's own `validate` is run below, on a notebook with failing self-checks.
+# notebook (no cell may raise: every autograder cell passes); tests/test_accessibility_browser.py runs every
+# untouched release (Run All in JupyterLab: every autograder cell fails). nbgrader's own `validate` is run below, on a notebook with failing self-checks.
 
 
 def test_validate_reports_every_failing_self_check_with_its_plain_message_first(tmp_path):
