@@ -3,8 +3,9 @@
 Three measurements, all in this run:
 
 * **peak memory as T grows** — :func:`traced_peak_bytes` (tracemalloc, which NumPy reports its buffers
-  to) of full causal attention (assignment 1's reference: T × T scores and weights) and of
-  ``tiled_attention`` with 256 × 256 tiles, d_head = 8;
+  to) of full causal attention (``full_attention`` of the student package's memory module, the memory plot's
+  baseline: T × T scores, exponentials and weights) and of ``tiled_attention`` with 256 × 256 tiles, d_head = 8,
+  by the memory plot's own :func:`memory_growth`;
 * **time** — both at T = 4096 (the baseline: full attention, which still fits), median of 3;
 * **the memory case** — in a child process limited to the grading sandbox's address space
   (2 GiB, RLIMIT_AS as ``prlimit --as``): forming the T × T scores at T = 20 000 raises MemoryError,
@@ -33,6 +34,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
+from attention_lab.a07_tiled_attention.memory import memory_growth  # noqa: E402
 from autograder.assignments.a07_tiled_attention import reference as ref  # noqa: E402
 from autograder.assignments.a01_attention.reference import scaled_dot_product_attention  # noqa: E402
 from autograder.assignments.a05_kv_cache.reference import causal_mask  # noqa: E402
@@ -72,11 +74,11 @@ def main() -> None:
              f"{os.environ['OPENBLAS_NUM_THREADS']}. Command: `.venv/bin/python benchmarks/tiled_attention_memory.py`.",
              "", "## Peak traced memory (tracemalloc), causal, d_head = 8, tiles 256 × 256", "",
              "| T | one T × T float64 matrix | full attention | tiled attention | full / tiled |", "|---|---|---|---|---|"]
-    table = ref.memory_growth([256, 512, 1024, 2048, 4096], d_head=8, block_q=256, block_k=256, causal=True)
+    table = memory_growth(ref.tiled_attention, [256, 512, 1024, 2048, 4096], d_head=8, block=256, causal=True)
     for T, matrix, full, tiled in zip(table["T"], table["score_matrix"], table["full"], table["tiled"]):
         lines.append(f"| {T} | {matrix / 2**20:.2f} MiB | {full / 2**20:.2f} MiB | {tiled / 2**20:.2f} MiB | "
                      f"{full / tiled:.1f} |")
-    lines += ["", "Full attention holds about four T × T arrays at once (scores, masked scores, exponentials, "
+    lines += ["", "Full attention holds about three T × T float64 arrays at once (the masked scores, exponentials, "
               "weights): quadratic. Tiled attention holds a few 256 × 256 tiles and (T, d) arrays: its growth "
               "per extra position is a few d-vectors.", ""]
 

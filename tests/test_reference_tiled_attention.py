@@ -17,6 +17,7 @@ from autograder.assignments.a05_kv_cache.reference import causal_mask
 from autograder.assignments.a04_masking.reference import masked_softmax
 
 from autograder.assignments.a07_tiled_attention import reference as ref
+from attention_lab.a07_tiled_attention.memory import memory_growth
 
 SAME = dict(rtol=0.0, atol=1e-12)
 
@@ -233,7 +234,7 @@ def test_tiled_attention_errors_name_the_argument(args, message):
 def test_peak_memory_full_quadratic_tiled_linear():
     """Measured: full attention holds ≥ one T × T float64 matrix; tiled holds tiles plus the (T, d) output."""
     d, block = 8, 64
-    table = ref.memory_growth([256, 512, 1024, 2048], d_head=d, block_q=block, block_k=block, causal=True)
+    table = memory_growth(ref.tiled_attention, [256, 512, 1024, 2048], d_head=d, block=block, causal=True)
     T, full, tiled = table["T"], table["full"], table["tiled"]
     np.testing.assert_array_equal(table["score_matrix"], T * T * 8)
     assert np.all(full >= T * T * 8)  # quadratic: at least the score matrix

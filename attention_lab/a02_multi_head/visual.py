@@ -454,10 +454,6 @@ class MultiHeadExplorer(HeatmapExplorer):
         """The view for ``settings`` (:func:`compute_view`)."""
         return compute_view(*self.functions, settings, self._current_inputs(settings.seed))
 
-    def render(self, settings: Settings) -> bytes:
-        """The figure for ``settings`` as PNG bytes; blank panels after a failure."""
-        return self.figure.render(settings, self.view)
-
 
 def explore_multi_head(attention_fn: Callable, entropy_fn: Callable, **settings):
     """Show the multi-head explorer (see :class:`MultiHeadExplorer`), or under nbgrader only a note.

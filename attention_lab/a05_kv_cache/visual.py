@@ -238,10 +238,6 @@ class CacheCostExplorer(Explorer):
         """The counts for ``settings`` (:func:`compute_view`)."""
         return compute_view(self.cost_fn, settings)
 
-    def render(self, settings: Settings) -> bytes:
-        """Both panels for ``settings`` as PNG bytes; empty panels after a failure."""
-        return self.figure.render(settings, self.view)
-
 
 def explore_cache_cost(cost_fn: Callable, **settings):
     """Show the cost plot for a cost model (see :class:`CacheCostExplorer`), unless nbgrader is running.

@@ -12,17 +12,20 @@ the grading.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
 
 from attention_lab.a07_tiled_attention.memory import full_attention, traced_peak_bytes
-from attention_lab.core.self_check import attempt, call, fail, float_array, ok
-from attention_lab.core.worked import check_worked_cases
+from attention_lab.core.self_check import attempt, call, fail, float_array, ok, self_check
 
 ASSIGNMENT = "07_tiled_attention"
 MEMORY_T, MEMORY_BLOCK = 2048, 128  # the memory self-check: a 2048 × 2048 float64 matrix is 32 MiB
 MEMORY_SECONDS = 30.0
+
+# a check of one learner's function: its worked cases of this assignment, then the properties (core.self_check)
+_self_check = functools.partial(self_check, ASSIGNMENT)
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
@@ -34,23 +37,16 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- step 1
+@_self_check
 def check_online_softmax(online_softmax: Callable) -> None:
     """Self-check ``online_softmax(blocks)``: worked cases, then random splits of a batch of rows.
 
-    Parameters
-    ----------
-    online_softmax : callable
-        The learner's function: ``blocks``, a list of float arrays of shape (..., n_b) with one
-        leading shape; returns the probabilities of the joined rows, shape (..., Σ n_b).
+    The learner's function: ``blocks``, a list of float arrays of shape (..., n_b) with one leading shape; returns
+    the probabilities of the joined rows, shape (..., Σ n_b).
 
-    Raises
-    ------
-    SelfCheckFailed
-        When a worked case differs, or for a random split the result has another shape or differs
-        from the softmax of the joined rows by more than 1e-12.
+    Fails when for a random split the result has another shape or differs from the softmax of the joined rows by
+    more than 1e-12.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "online_softmax", online_softmax)
     rng = np.random.default_rng(71)
     x = rng.normal(0, 300.0, (2, 3, 11)) + np.array([-600.0, 0.0, 600.0])[:, None]
     x[0, 1, :4] = -np.inf
@@ -74,23 +70,16 @@ def _tiles_from_mask(T_q: int, T_k: int, block_q: int, block_k: int) -> np.ndarr
                      for qs in range(0, T_q, block_q)])
 
 
+@_self_check
 def check_tile_schedule(tile_schedule: Callable) -> None:
     """Self-check ``tile_schedule(T_q, T_k, block_q, block_k, causal)``: worked cases, then tile by tile against the mask.
 
-    Parameters
-    ----------
-    tile_schedule : callable
-        The learner's function; returns an integer array (ceil(T_q / block_q), ceil(T_k / block_k)) of
-        0 (skipped), 1 (masked) and 2 (full).
+    The learner's function: returns an integer array (ceil(T_q / block_q), ceil(T_k / block_k)) of 0 (skipped),
+    1 (masked) and 2 (full).
 
-    Raises
-    ------
-    SelfCheckFailed
-        When a worked case differs, or for one of a few sizes the schedule has another shape or
-        another code than the causal mask gives its tile.
+    Fails when for one of a few sizes the schedule has another shape or another code than the causal mask gives
+    its tile.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "tile_schedule", tile_schedule)
     for T_q, T_k, block_q, block_k in ((13, 13, 4, 3), (6, 17, 4, 5), (9, 9, 2, 7), (1, 8, 1, 3)):
         expected = _tiles_from_mask(T_q, T_k, block_q, block_k)
         what = f"tile_schedule({T_q}, {T_k}, {block_q}, {block_k}, True)"
@@ -110,23 +99,16 @@ def check_tile_schedule(tile_schedule: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 3
+@_self_check
 def check_tiled_attention(tiled_attention: Callable) -> None:
     """Self-check ``tiled_attention(Q, K, V, block_q, block_k, causal)``: worked cases, then against full attention.
 
-    Parameters
-    ----------
-    tiled_attention : callable
-        The learner's function: Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v), tile sizes and
-        the causal flag; returns the output (..., T_q, d_v).
+    The learner's function: Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v), tile sizes and the causal
+    flag; returns the output (..., T_q, d_v).
 
-    Raises
-    ------
-    SelfCheckFailed
-        When a worked case differs, or for random inputs and tile sizes (causal or not, a batch of two
-        heads) the output has another shape or differs from full attention by more than 1e-12.
+    Fails when for random inputs and tile sizes (causal or not, a batch of two heads) the output has another shape
+    or differs from full attention by more than 1e-12.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    check_worked_cases(ASSIGNMENT, "tiled_attention", tiled_attention)
     rng = np.random.default_rng(73)
     for T_q, T_k, block_q, block_k, causal in ((9, 9, 4, 2, True), (5, 11, 2, 4, True), (7, 6, 3, 4, False),
                                               (8, 8, 8, 8, True)):
@@ -148,6 +130,7 @@ def check_tiled_attention(tiled_attention: Callable) -> None:
 
 
 # ---------------------------------------------------------------- step 4
+@_self_check(worked_cases=False)  # the memory alone: step 3's check runs tiled_attention's worked cases
 def check_tiled_memory(tiled_attention: Callable) -> None:
     """Self-check the memory ``tiled_attention`` holds at once: less than half of one T × T matrix at T = 2048.
 
@@ -155,17 +138,10 @@ def check_tiled_memory(tiled_attention: Callable) -> None:
     causal self-attention with T = 2048, d_head = 8 and tiles of 128 × 128, where one 2048 × 2048
     float64 matrix is 32 MiB and a tiled version holds about 1 MiB.
 
-    Parameters
-    ----------
-    tiled_attention : callable
-        The learner's function.
+    The learner's function: ``tiled_attention(Q, K, V, block_q, block_k, causal)``.
 
-    Raises
-    ------
-    SelfCheckFailed
-        When the call fails, or the largest memory it holds at once is 16 MiB or more.
+    Fails when the call fails, or the largest memory it holds at once is 16 MiB or more.
     """
-    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     rng = np.random.default_rng(74)
     Q, K, V = (rng.normal(size=(MEMORY_T, 8)) for _ in range(3))
     what = f"tiled_attention at T = {MEMORY_T} (tiles {MEMORY_BLOCK} × {MEMORY_BLOCK}, causal)"

@@ -186,7 +186,8 @@ class TileExplorer(Explorer):
     Raises
     ------
     ValueError
-        If an initial value is out of range.
+        If T_q or T_k is not an integer from 1 to :data:`T_MAX`, block_q or block_k not one from 1 to
+        :data:`BLOCK_MAX`, or causal not True or False; the message names the values allowed.
     """
 
     def __init__(self, tile_schedule: Callable, *, T_q: int = 100, T_k: int = 100, block_q: int = 16,
@@ -216,10 +217,6 @@ class TileExplorer(Explorer):
     def compute(self, settings: Settings) -> TileView:
         """The schedule for ``settings`` (:func:`compute_view`)."""
         return compute_view(self.tile_schedule, settings)
-
-    def render(self, settings: Settings) -> bytes:
-        """The tile map for ``settings`` as PNG bytes; an empty square after a failure."""
-        return self.figure.render(settings, self.view)
 
 
 def explore_tiles(tile_schedule: Callable, **settings):

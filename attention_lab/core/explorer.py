@@ -359,8 +359,9 @@ class Explorer(CoalescedRedraw):
     """Base of the course's explorers: controls above one figure shown as an image, and a summary line.
 
     A subclass creates its controls and its figure, calls this ``__init__``
-    and then :meth:`start`; it implements ``settings``, :meth:`compute` and
-    :meth:`render`. Each change of a control redraws: :meth:`compute` on the
+    and then :meth:`start`; it implements ``settings`` and :meth:`compute`,
+    and :meth:`render` unless its figure's ``render(settings, view)`` draws
+    everything. Each change of a control redraws: :meth:`compute` on the
     learner's functions, then :meth:`render`. A failure of those functions
     (an :class:`ExplorerError`) blanks the figure and replaces the summary by
     one red message; everything else the view holds is drawn.
@@ -418,8 +419,11 @@ class Explorer(CoalescedRedraw):
         raise NotImplementedError
 
     def render(self, settings) -> bytes:
-        """Draw :attr:`view` (None after a failure) for ``settings`` and return the figure as PNG bytes."""
-        raise NotImplementedError
+        """Draw :attr:`view` (None after a failure) for ``settings`` and return the figure as PNG bytes.
+
+        Here ``self.figure.render(settings, self.view)``; a subclass whose figure needs more overrides this.
+        """
+        return self.figure.render(settings, self.view)
 
     def summary_html(self, view) -> str:
         """The summary line for a computed view: its ``summary`` attribute (HTML)."""

@@ -43,8 +43,6 @@ import numpy as np
 # the grader's numbers come from one implementation.
 from attention_lab.a07_tiled_attention.memory import SANDBOX_MEMORY_LIMIT, traced_peak_bytes  # noqa: F401
 
-from autograder.assignments.a01_attention.reference import scaled_dot_product_attention
-from autograder.assignments.a05_kv_cache.reference import causal_mask
 from autograder.assignments.validation import as_float_array, require_bool, require_positive_int, require_same
 
 #: Codes of :func:`tile_schedule`.
@@ -392,47 +390,3 @@ def smallest_T_exceeding(limit_bytes, itemsize=8):
     itemsize = require_positive_int("itemsize", itemsize)
     return math.isqrt(limit_bytes // itemsize) + 1
 
-
-def memory_growth(T_values, d_head=8, block_q=64, block_k=64, causal=True, seed=0):
-    """Measured peak memory of full attention and of tiled attention as T grows (for the memory plot).
-
-    For each T: Q, K, V of shape (T, d_head) from a fixed seed; the peak of
-    :func:`traced_peak_bytes` for full attention, ``softmax(mask(Q Kᵀ/√d)) V``
-    from assignment 1's reference (which holds T × T scores and weights at
-    once), and for :func:`tiled_attention`.
-
-    Parameters
-    ----------
-    T_values : sequence of int
-        Sequence lengths, each ≥ 1.
-    d_head, block_q, block_k : int
-        Head size and tile sizes, ≥ 1.
-    causal : bool
-    seed : int
-        Seed of :func:`numpy.random.default_rng`.
-
-    Returns
-    -------
-    dict of str to numpy.ndarray of int64, each of shape (len(T_values),)
-        ``"T"``, ``"full"`` (peak bytes of full attention), ``"tiled"`` (peak
-        bytes of tiled attention), ``"score_matrix"`` (T² · 8, one float64
-        T × T matrix).
-
-    Raises
-    ------
-    ValueError
-        If an argument is not as described.
-    """
-    T_values = [require_positive_int("T", T) for T in T_values]
-    d_head = require_positive_int("d_head", d_head)
-    causal = require_bool("causal", causal)
-    rng = np.random.default_rng(seed)
-    rows = {"T": [], "full": [], "tiled": [], "score_matrix": []}
-    for T in T_values:
-        Q, K, V = (rng.normal(size=(T, d_head)) for _ in range(3))
-        mask = causal_mask(T) if causal else None
-        _, full = traced_peak_bytes(scaled_dot_product_attention, Q, K, V, mask=mask)
-        _, tiled = traced_peak_bytes(tiled_attention, Q, K, V, block_q, block_k, causal)
-        for key, value in (("T", T), ("full", full), ("tiled", tiled), ("score_matrix", T * T * 8)):
-            rows[key].append(value)
-    return {key: np.array(values, dtype=np.int64) for key, values in rows.items()}

@@ -21,7 +21,6 @@ import numpy as np
 
 from autograder.assignments.a07_tiled_attention import bank
 from autograder.assignments.a07_tiled_attention import reference as ref
-from autograder.grader.bank import HIDDEN_INPUTS_ONLY
 from autograder.grader.questions import Choice, Number, Questions
 from autograder.grader.spec import Assignment, Case, Step, Variant, combined
 
@@ -141,17 +140,13 @@ QUESTIONS.add("rescale", "rescaling the output", Choice("abcd"), "a", wrong={
     "d": "ℓ divides the output once, at the end; dividing the accumulator at every tile divides the early tiles "
          "again and again.",
 }, also_correct=('"A"', '" a "'))
-HIDDEN_INPUTS_ONLY.update(QUESTIONS.hidden_inputs_only(NAME))
 
 
 ASSIGNMENT = Assignment(
     name=NAME,
-    notebook="tiled_attention.ipynb",
+    notebook="tiled_attention.ipynb", steps=STEPS, questions=QUESTIONS, correct=CORRECT, mistakes=MISTAKES,
     reference={"online_softmax": ref.online_softmax, "tile_schedule": ref.tile_schedule,
                "tiled_attention": ref.tiled_attention},
-    steps=(*STEPS, *QUESTIONS.steps),
-    correct={**CORRECT, **QUESTIONS.correct},
-    mistakes={**MISTAKES, **QUESTIONS.mistakes},
     worked_cases=_worked_cases(),
     example_students={
         # first: the end-to-end sample's named mistake (example_class.end_to_end_sample), so the suite runs the
