@@ -18,11 +18,12 @@ Then it splits the whole run's seconds into what grows with the number of assign
 * everything else is fixed: the hostile bank, the hub, the browser tests, the other end-to-end tests,
   and the in-process tests of each assignment's own modules (assignments 7–9 already have theirs).
 
-The projection at N assignments is the measured serial sum plus (N − 6) times the mean per-assignment
+The projection at N assignments is the measured serial sum plus (N − the released count) times the mean per-assignment
 cost, divided by the speed-up measured in the same run. Per-module seconds are set against the file this
 run replaces (the previous run).
 
 Usage: ``OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/test_suite.py`` (about 15 minutes on 2 cores;
+with ``BENCHMARK_JUNIT_DIR=dir`` both runs' JUnit reports are kept there;
 run it on an otherwise idle machine, e.g. a fresh clone as CI makes one).
 """
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -62,8 +64,8 @@ class Run:
         return sum(self.modules.values())
 
 
-def run(marker: str | None) -> Run:
-    """Run the suite (or one tier) as `make test` does, with a JUnit report."""
+def run(marker: str | None, keep: Path | None = None) -> Run:
+    """Run the suite (or one tier) as `make test` does, with a JUnit report (copied to ``keep`` if given)."""
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
         command = [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
@@ -73,6 +75,8 @@ def run(marker: str | None) -> Run:
         start = time.perf_counter()
         subprocess.run(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         result = Run(time.perf_counter() - start, defaultdict(float))
+        if keep is not None:  # to read which tests failed, and their own times, after the run
+            shutil.copyfile(junit, keep)
         for case in ElementTree.parse(junit).getroot().iter("testcase"):
             parts = case.get("classname", "").split(".")  # tests.test_x, or tests.test_x.TestClass
             module = ".".join(parts[:-1] if parts[-1][:1].isupper() else parts)
@@ -217,8 +221,10 @@ def main() -> int:
     previous = previous_module_seconds()
     marks = released_marks()
     load_start = os.getloadavg()
-    whole = run(None)
-    fast = run("not slow")
+    # BENCHMARK_JUNIT_DIR=dir keeps both runs' JUnit reports there (whole.xml, fast.xml)
+    keep = Path(os.environ["BENCHMARK_JUNIT_DIR"]) if os.environ.get("BENCHMARK_JUNIT_DIR") else None
+    whole = run(None, keep / "whole.xml" if keep else None)
+    fast = run("not slow", keep / "fast.xml" if keep else None)
     samples = graded_sample_seconds()
     text = render(whole, fast, samples, marks, previous, (load_start, os.getloadavg()))
     OUTPUT.write_text(text)
