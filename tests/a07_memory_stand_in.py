@@ -11,6 +11,8 @@ correct answer and the full-matrix mistake on the real one.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from autograder.assignments.a07_tiled_attention import bank as a07_bank
@@ -25,11 +27,20 @@ def _forget_a07_graders() -> None:
         del in_process._GRADERS[key]
 
 
-@pytest.fixture(scope="module")
-def a07_memory_stand_in():
-    """For one test module: a07's memory step is graded on ``bank.memory_stand_in_case``."""
+@contextlib.contextmanager
+def memory_stand_in():
+    """Within the block, a07's memory step is graded in-process on ``bank.memory_stand_in_case``."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(a07_bank, "memory_case", a07_bank.memory_stand_in_case)
         _forget_a07_graders()
+        try:
+            yield
+        finally:
+            _forget_a07_graders()
+
+
+@pytest.fixture(scope="module")
+def a07_memory_stand_in():
+    """For one test module: a07's memory step is graded on ``bank.memory_stand_in_case``."""
+    with memory_stand_in():
         yield
-    _forget_a07_graders()

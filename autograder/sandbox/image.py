@@ -17,11 +17,13 @@ when packages are installed) and shared by every kernel.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,13 +142,32 @@ def _build(target: Path, prefixes: list[tuple[Path, Path]], hidden: tuple[str, .
         raise
 
 
+def _own_directory(path: Path) -> bool:
+    """Make ``path`` a directory if it is not there; True if it is a real directory (no link) owned by this user."""
+    try:
+        path.mkdir(mode=0o755, exist_ok=True)
+        status = path.lstat()
+    except OSError:  # a file of that name, or a link to somewhere that cannot be made
+        return False
+    return stat.S_ISDIR(status.st_mode) and status.st_uid == os.geteuid()
+
+
 def image_root() -> Path:
-    """``<tmp>/attention-lab-sandbox``, owned by this user (a private one otherwise), readable by the kernel's uid."""
-    root = Path(tempfile.gettempdir()) / "attention-lab-sandbox"
-    root.mkdir(mode=0o755, exist_ok=True)
-    if root.stat().st_uid != os.geteuid() or root.is_symlink():
-        root = Path(tempfile.mkdtemp(prefix="attention-lab-sandbox-"))
-        root.chmod(0o755)
+    """Where this user's images are kept, readable by the kernel's uid.
+
+    ``<tmp>/attention-lab-sandbox`` when this user owns it; when another user does (several graders on one
+    machine, e.g. a hub's instructors), ``<tmp>/attention-lab-sandbox-uid<N>``, this user's own, so that each
+    user builds an image once and keeps it, as the first one does. Only when neither can be this user's
+    (a link or another user's directory in the way) a private directory is made for this process, and removed
+    when it ends: an image is hundreds of MiB, and one left behind by every grading process fills the disk.
+    """
+    tmp = Path(tempfile.gettempdir())
+    for root in (tmp / "attention-lab-sandbox", tmp / f"attention-lab-sandbox-uid{os.geteuid()}"):
+        if _own_directory(root):
+            return root
+    root = Path(tempfile.mkdtemp(prefix="attention-lab-sandbox-"))
+    root.chmod(0o755)
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     return root
 
 
