@@ -145,11 +145,26 @@ def wait_idle(page, timeout=90_000):
     page.wait_for_function(IDLE_JS, timeout=timeout)
 
 
-def run_all(page):
+#: The highest execution count the current notebook's input prompts show (``[7]:``), 0 when none has run.
+MAX_COUNT_JS = """() => Math.max(0, ...[...document.querySelectorAll(
+  '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt')].map(p => parseInt(
+  (p.innerText.match(/\\[(\\d+)\\]/) || [0, '0'])[1], 10)))"""
+#: Run All has finished: the kernel is idle, no cell of the current notebook waits or runs (``[*]:``), and a cell
+#: has run since ``before`` (the highest execution count before the click). Idle alone is not enough: right
+#: after the click the kernel can still be idle, before it has received the first cell.
+RAN_ALL_JS = """(before) => { if (!(""" + IDLE_JS + """)()) return false;
+  const prompts = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt')];
+  if (prompts.some(p => p.innerText.includes('*'))) return false;
+  return (""" + MAX_COUNT_JS + """)() > before; }"""
+
+
+def run_all(page, timeout=120_000):
+    """Run All from JupyterLab's Run menu, and wait until every cell it queued has run (or the run stopped)."""
     wait_idle(page)
+    before = page.evaluate(MAX_COUNT_JS)
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
-    wait_idle(page)
+    page.wait_for_function(RAN_ALL_JS, arg=before, timeout=timeout)
 
 
 def slider(page, label: str):
