@@ -7,7 +7,10 @@ is when a student is graded; and a cohort's seed of the hidden cases comes from 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import shutil
+import subprocess
 import warnings
 from pathlib import Path
 
@@ -15,13 +18,14 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 from sqlalchemy.exc import SAWarning
+from traitlets import log as traitlets_log
 
 from autograder import assignments
 from autograder.course import COURSE_ID
 from autograder.grader.in_process import grade_variant
 from autograder.nbgrader import cohorts, fingerprints, grading, release
 from autograder.nbgrader.gradebook_copy import sqlite_url
-from autograder.nbgrader.gradebook_load import planned_cells, refused_change
+from autograder.nbgrader.gradebook_load import GenerateFailed, generate, planned_cells, refused_change
 from autograder.nbgrader.notebook_cells import nbgrader_meta, read
 from autograder.nbgrader.preprocessors import _course_grader
 from autograder.examples import example_class
@@ -189,6 +193,57 @@ def test_new_cohort_archives_the_class_rotates_the_seed_and_restores(course, cap
 
 
 # ---- nbgrader end to end -----------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_generate_runs_nbgrader_in_this_process_and_leaves_the_caller_s_log_output_path_and_folder_alone(
+        tmp_path, monkeypatch, capfd):
+    """nbgrader's log stays in its result (the refusal quotes it), and a caller sees no sign that it ran here."""
+    course = grading.copy_course(REPO, tmp_path / "course")
+    commands = []
+
+    class Recorded(subprocess.Popen):
+        def __init__(self, args, *rest, **kwargs):
+            commands.append(list(args) if isinstance(args, (list, tuple)) else [args])
+            super().__init__(args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", Recorded)
+    class Kept(logging.Handler):  # a caller that logs everything (pytest's own caplog also sees non-propagating loggers)
+        records = []
+
+        def emit(self, record):
+            self.records.append(record)
+
+    monkeypatch.setattr(logging.root, "handlers", [Kept(logging.DEBUG)])
+    monkeypatch.setattr(logging.root, "level", logging.DEBUG)
+    shared_log = traitlets_log.get_logger()
+    before = {"PATH": os.environ["PATH"], "cwd": os.getcwd(), "traitlets level": shared_log.level}
+
+    generate(course, ASSIGNMENT)
+    assert [Path(str(command[0])).name for command in commands] == ["alembic"], (
+        "one subprocess: nbgrader's `alembic heads` for the new gradebook, no `python -m nbgrader`")
+    assert tree_bytes(course / "release") == {f"{ASSIGNMENT}/{name}": data for name, data in
+                                              tree_bytes(REPO / "release" / ASSIGNMENT).items()}, "as committed"
+    with Gradebook(sqlite_url(course / "gradebook.db"), course_id=COURSE_ID) as gradebook:
+        assert [nb.name for nb in gradebook.find_assignment(ASSIGNMENT).notebooks] == [NOTEBOOK_ID]
+
+    twin = next(c for c in read(SOURCE_NB).cells if nbgrader_meta(c).get("locked") and not nbgrader_meta(c).get("grade"))
+    edit_source(course, lambda nb: nb.cells.append(read_only_cell(nbgrader_meta(twin)["grade_id"])))
+    state = {"release": tree_bytes(course / "release"), "gradebook.db": (course / "gradebook.db").read_bytes()}
+    with pytest.raises(GenerateFailed) as failed:
+        generate(course, ASSIGNMENT, what="make grade")
+    assert str(failed.value) == (f"make grade stopped: nbgrader generate_assignment {ASSIGNMENT} failed (ValidationError: "
+                                 f"Duplicate grade id: {nbgrader_meta(twin)['grade_id']}); release/ and the gradebook "
+                                 "are unchanged")
+    assert tree_bytes(course / "release") == state["release"]
+    assert (course / "gradebook.db").read_bytes() == state["gradebook.db"]
+    assert not list(course.glob(".release-*")), "the scratch folders are gone"
+
+    from_nbgrader = [r.getMessage()[:200] for r in Kept.records if {"nbgrader", "nbconvert"} & set(Path(r.pathname).parts)]
+    assert from_nbgrader == []
+    assert Kept.records, "the caller's log still has its own records (traitlets' config loader's)"
+    assert capfd.readouterr() == ("", ""), "nothing printed: no nbgrader line, no warning"
+    assert {"PATH": os.environ["PATH"], "cwd": os.getcwd(), "traitlets level": shared_log.level} == before
+
 
 @pytest.mark.slow
 def test_a_refused_release_changes_nothing_and_a_new_cohort_makes_it_work(tmp_path, capsys):

@@ -15,6 +15,11 @@ gradebook updated for the notebooks before the one it stopped at. :func:`generat
    transaction) and renames the new release folder into place. Any other failure leaves both as they
    were (:class:`GenerateFailed`, one line).
 
+``generate_assignment`` runs in this process, through nbgrader's public ``NbGraderAPI``
+(:func:`run_generate_assignment`), not as ``python -m nbgrader generate_assignment``: a new interpreter
+spent 3.6 of its 5.2 seconds importing nbgrader, once per assignment of every ``make release`` and
+``make grade`` (``benchmarks/generate_assignment.md``).
+
 ``make release`` (:mod:`autograder.nbgrader.release`) and ``make grade``
 (:func:`autograder.nbgrader.grading.load_into_gradebook`) both load this way. A course whose
 ``nbgrader_config.py`` sets its own ``c.CourseDirectory.db_url`` (a PostgreSQL gradebook) gets step 1
@@ -24,21 +29,24 @@ and the release swap; its gradebook is then written by nbgrader directly.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shutil
 import sqlite3
 import tempfile
+import traceback
 from pathlib import Path
 
 import nbformat
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
+from traitlets import log as traitlets_log
 
 from autograder.course import COURSE_ID
 from autograder.nbgrader import gradebook_copy
-from autograder.nbgrader.grading import course_config, run_nbgrader
+from autograder.nbgrader.grading import course_config, nbgrader_environment
 
 #: what the refusal tells the instructor to do (README: "Editing an assignment after release")
 WHAT_TO_DO = ("start a new cohort with `make new-cohort` (archives the gradebook and the submissions; "
@@ -157,6 +165,7 @@ def refused_change(course_dir: Path, assignment: str, source_dir: Path | None = 
 
 
 _EXCEPTION_LINE = re.compile(r"^\s*(?:[\w]+\.)*(\w+(?:Error|Exception): .+)$")
+_ERROR_LINE = re.compile(r"^\[(?:\w+ \| )?ERROR\]")  # "[ERROR] ..." (nbgrader's API), "[App | ERROR] ..." (its CLI)
 
 
 def first_error(log: str) -> str:
@@ -165,8 +174,79 @@ def first_error(log: str) -> str:
     causes = [match.group(1) for match in map(_EXCEPTION_LINE.match, log.splitlines()) if match]
     if causes:
         return causes[0][:300]
-    errors = [line.strip() for line in log.splitlines() if "| ERROR]" in line]
+    errors = [line.strip() for line in log.splitlines() if _ERROR_LINE.match(line.strip())]
     return (errors or ["it logged no error"])[0][:300]
+
+
+#: nbgrader's log during :func:`run_generate_assignment`: kept in the call's result only (``capture_log`` adds its
+#: handler here), never printed; the subprocess this replaces wrote it to a pipe that only :func:`first_error` read.
+_NBGRADER_LOG = logging.getLogger(f"{__name__}.nbgrader")
+_NBGRADER_LOG.propagate = False
+_NBGRADER_LOG.addHandler(logging.NullHandler())  # no "last resort" printing of its warnings to stderr
+_NBGRADER_LOG.setLevel(logging.INFO)  # what the nbgrader command logs by default
+
+
+@contextlib.contextmanager
+def _as_the_command_runs():
+    """While nbgrader runs here: PATH with this interpreter's ``bin/`` first (a new gradebook costs nbgrader a run
+    of ``alembic``); afterwards PATH and the level of traitlets' logger (``NbGraderAPI`` sets it to INFO before
+    it takes the logger it is given) are as they were."""
+    shared_log = traitlets_log.get_logger()
+    shared_log = getattr(shared_log, "logger", shared_log)  # an Application's log may be a LoggerAdapter
+    path, level = os.environ.get("PATH"), shared_log.level
+    os.environ["PATH"] = nbgrader_environment()["PATH"]
+    try:
+        yield
+    finally:
+        shared_log.setLevel(level)
+        if path is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = path
+
+
+def run_generate_assignment(course_dir: Path, assignment: str, *, release_dir: Path, source_dir: Path | None = None,
+                            db_url: str | None = None) -> dict:
+    """``nbgrader generate_assignment ASSIGNMENT --force`` in this process, with nbgrader's ``NbGraderAPI``.
+
+    The configuration is what the command gets when run in ``course_dir``: the course's ``nbgrader_config.py``
+    (loaded afresh, so that no call sees another's settings) with ``CourseDirectory.root`` = ``course_dir``,
+    plus the given folders. Not all or nothing by itself: :func:`generate` is.
+
+    Parameters
+    ----------
+    course_dir : Path
+        The course root (``nbgrader_config.py``).
+    assignment : str
+        The assignment (a folder of the source directory).
+    release_dir : Path
+        ``c.CourseDirectory.release_directory``: receives ``<assignment>/``.
+    source_dir : Path, optional
+        ``c.CourseDirectory.source_directory`` (default: the course's).
+    db_url : str, optional
+        ``c.CourseDirectory.db_url``: the gradebook written (default: the course's).
+
+    Returns
+    -------
+    dict
+        nbgrader's result: ``success`` (bool), ``log`` (its log, str) and, on failure, ``error`` (the traceback, str).
+    """
+    from nbgrader.apps import NbGraderAPI  # 3.6 s to import, paid by the first call only
+
+    config = course_config(course_dir)
+    config.CourseDirectory.root = str(Path(course_dir).resolve())
+    config.CourseDirectory.release_directory = str(release_dir)
+    if source_dir is not None:
+        config.CourseDirectory.source_directory = str(Path(source_dir).resolve())
+    if db_url is not None:
+        config.CourseDirectory.db_url = db_url
+    with _as_the_command_runs():
+        try:
+            api = NbGraderAPI(coursedir=CourseDirectory(config=config, log=_NBGRADER_LOG), config=config,
+                              log=_NBGRADER_LOG)
+            return api.generate_assignment(assignment, force=True)
+        except Exception:  # noqa: BLE001 — before nbgrader's own capture (a bad setting): failed, as the command would
+            return {"success": False, "error": traceback.format_exc()}
 
 
 def _replace_folder(new: Path, target: Path, trash: Path) -> None:
@@ -211,18 +291,16 @@ def generate(course_dir: Path, assignment: str, release_dir: Path | None = None,
     release_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{release_dir.name}-{assignment}-", dir=release_dir.parent))
     try:
-        args = [f"--CourseDirectory.release_directory={work / 'release'}"]
-        if source_dir is not None:
-            args.append(f"--CourseDirectory.source_directory={Path(source_dir).resolve()}")
         scratch_db = work / "gradebook.db"
-        if gradebook is not None:
-            if gradebook.exists():
-                gradebook_copy.snapshot(gradebook, scratch_db)
-            args.append(f"--CourseDirectory.db_url={gradebook_copy.sqlite_url(scratch_db)}")
-        done = run_nbgrader(course_dir, "generate_assignment", assignment, "--force", *args, check=False)
-        if done.returncode != 0:
+        if gradebook is not None and gradebook.exists():
+            gradebook_copy.snapshot(gradebook, scratch_db)
+        done = run_generate_assignment(
+            course_dir, assignment, release_dir=work / "release", source_dir=source_dir,
+            db_url=None if gradebook is None else gradebook_copy.sqlite_url(scratch_db))
+        if not done["success"]:
+            log = "\n".join((done.get("log", ""), done.get("error", "")))
             raise GenerateFailed(f"{what} stopped: nbgrader generate_assignment {assignment} failed "
-                                 f"({first_error(done.stdout)}); {unchanged}")
+                                 f"({first_error(log)}); {unchanged}")
         if gradebook is not None:  # one SQLite transaction: a reader sees the old gradebook or the new one
             with contextlib.closing(sqlite3.connect(scratch_db)) as new, \
                     contextlib.closing(sqlite3.connect(gradebook)) as old:
