@@ -66,7 +66,7 @@ def test_every_feedback_exporter_keeps_its_compiled_templates_in_the_shared_cach
 # one small notebook), then what a job does to write its feedback (a new exporter, as generate_feedback builds
 # it, rendering that notebook); prints how many templates the job compiled, what it imported, and the page.
 JOB = """
-import json, sys, jinja2, nbformat
+import json, sys, threading, jinja2, nbformat
 from autograder.nbgrader import job_warmup
 compiled = []
 compile_source = jinja2.Environment.compile
@@ -78,11 +78,12 @@ repo, source, assignment, notebook, warm = sys.argv[1:5] + [sys.argv[5] == "warm
 if warm:
     assert job_warmup.warm_jobs(repo, source, assignment)
     assert not job_warmup.warm_jobs(repo, source, assignment)  # once per process
+threads = threading.active_count()  # the grading process forks: it must run no thread
 compiled.clear()
 before = set(sys.modules)
 page, _ = job_warmup.feedback_exporter(repo).from_notebook_node(nbformat.read(notebook, as_version=4), resources={
     "nbgrader": {"notebook": "x", "score": 1, "max_score": 2, "late_penalty": 0}})
-print(json.dumps({"compiled": len(compiled), "imported": sorted({m.split(".")[0] for m in set(sys.modules) - before}),
+print(json.dumps({"threads": threads, "compiled": len(compiled), "imported": sorted({m.split(".")[0] for m in set(sys.modules) - before}),
                   "page": page}))
 """
 
@@ -105,7 +106,7 @@ def test_a_job_forked_after_the_warm_up_imports_and_compiles_nothing_more_for_it
                            "warm"], capture_output=True, text=True, cwd=REPO, check=True)
     warm = json.loads(done.stdout.strip().splitlines()[-1])
     # without the warm-up a job compiled the feedback's 9 templates and imported IPython's lexer, matplotlib, ...
-    assert warm["compiled"] == 0
+    assert warm["compiled"] == 0 and warm["threads"] == 1
     assert not {"IPython", "bs4", "soupsieve", "pygments", "matplotlib", "mistune"} & set(warm["imported"])
     monkeypatch.setattr(feedback_html, "TEMPLATE_BYTECODE", feedback_html.TemplateBytecode())  # empty: compiled here
     exporter = job_warmup.feedback_exporter(REPO)
