@@ -12,11 +12,16 @@ copies ``\\text{…}`` and ``\\href`` through as they are. A formula the convert
 :data:`READABLE_CSS` (added by :class:`ReadableFeedback`, after nbconvert's ``CSSHTMLHeaderPreprocessor``)
 wraps long lines of code and output instead of widening the page, and lets wide formulas and tables
 scroll on their own.
+
+:data:`TEMPLATE_BYTECODE` keeps the feedback templates' compiled code in memory: the grading process renders
+them once before it forks the students' jobs (:mod:`autograder.nbgrader.job_warmup`), so that no job parses
+and compiles the nine Jinja templates again.
 """
 
 from __future__ import annotations
 
-from jinja2 import pass_context
+from jinja2 import BytecodeCache, pass_context
+from jinja2.bccache import Bucket
 from latex2mathml.converter import convert
 from nbconvert.exporters import HTMLExporter
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
@@ -75,8 +80,47 @@ class MathMLRenderer(IPythonRenderer):
                 or super().latex_environment(name, body))
 
 
+class TemplateBytecode(BytecodeCache):
+    """Jinja's bytecode cache, in this process's memory (a forked job gets a copy, never writes the parent's).
+
+    Jinja checks each entry against the sha1 of the template's source (``Bucket.checksum``) and compiles a
+    template whose source changed again; the key also holds the environment's compile settings (async,
+    extensions, delimiters), since Jinja's own key is the template's name and file only.
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple, bytes] = {}
+
+    @staticmethod
+    def _key(bucket: Bucket) -> tuple:
+        env = bucket.environment
+        return (bucket.key, env.is_async, tuple(sorted(env.extensions)), env.block_start_string,
+                env.block_end_string, env.variable_start_string, env.variable_end_string, env.comment_start_string,
+                env.comment_end_string, env.line_statement_prefix, env.line_comment_prefix, env.trim_blocks,
+                env.lstrip_blocks, env.newline_sequence, env.keep_trailing_newline, env.optimized)
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        data = self.entries.get(self._key(bucket))
+        if data is not None:
+            bucket.bytecode_from_string(data)  # resets itself when the checksum is not the source's
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        self.entries[self._key(bucket)] = bucket.bytecode_to_string()
+
+
+#: The feedback templates' compiled code, shared by every :class:`FeedbackExporter` of this process.
+TEMPLATE_BYTECODE = TemplateBytecode()
+
+
 class FeedbackExporter(HTMLExporter):
     """nbconvert's HTML exporter (nbgrader's feedback template), rendering Markdown math as MathML."""
+
+    @property
+    def environment(self):
+        """nbconvert's Jinja environment, with the compiled templates kept in :data:`TEMPLATE_BYTECODE`."""
+        environment = super().environment
+        environment.bytecode_cache = TEMPLATE_BYTECODE
+        return environment
 
     @pass_context
     def markdown2html(self, context, source):

@@ -436,6 +436,8 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
                 and (graded_source(course_dir) / "source" / assignment).is_dir()):
             load_into_gradebook(course_dir, assignment)
             record.loaded(assignment, fingerprints.loaded_source_fingerprint(course_dir, assignment, grader))
+        if cluster is None:  # the jobs are forked from this process: what each would load first is loaded now
+            _warm_jobs(course_dir, assignment)
         budget = student_job.StudentBudget(config=course_config(course_dir))
         with open(course_dir / "grading.log", "a") as log:
             log.write(f"==== {assignment} ====\n")
@@ -461,6 +463,22 @@ def grade_class(course_dir: Path, assignment: str, students: list[str], workers:
     for result in results:
         result.unchanged = result.student in unchanged
     return steps, results
+
+
+def _warm_jobs(course_dir: Path, assignment: str) -> None:
+    """:func:`autograder.nbgrader.job_warmup.warm_jobs` on the source the jobs grade with; never stops grading.
+
+    A source notebook the feedback export fails on only loses the head start: each job then reports its own
+    failure for its student, as without the warm-up.
+    """
+    from autograder.nbgrader.job_warmup import warm_jobs
+
+    try:
+        warm_jobs(course_dir, graded_source(course_dir) / "source", assignment)
+    except Exception as error:  # noqa: BLE001 — an optimisation; the jobs do (and report) the real work
+        with open(course_dir / "grading.log", "a") as log:
+            log.write(f"warming the grading jobs up failed (each job loads what it needs): "
+                      f"{type(error).__name__}: {error}\n")
 
 
 _kernels_checked: set[tuple[Path, str]] = set()

@@ -1,0 +1,115 @@
+"""Load once, in the grading process, what every student's job would otherwise load for itself.
+
+Each student is graded in a child forked from the grading process
+(:class:`autograder.nbgrader.student_job.StudentJob`), so whatever a job imports, compiles or reads for the
+first time it pays again for every student: measured on assignment 1, about a second of each job's CPU went
+to importing IPython (the ``ipython3`` Pygments lexer the feedback highlights code with) and matplotlib (the
+font list copied into each sandbox), compiling the feedback's nine Jinja templates, and compiling the
+regular expressions of Pygments' lexers, mistune's plugins and nbconvert's filters. :func:`warm_jobs` does
+that work once before the first fork; the children inherit it.
+
+What it leaves in this process is code and caches of the grader's own files — modules, compiled templates
+(:data:`autograder.nbgrader.feedback_html.TEMPLATE_BYTECODE`, checked against each template's source), the
+``re`` module's pattern cache, the sandbox's copy of the font list — never a kernel, a gradebook session or
+anything of a student: each job still starts its own sandboxed kernel and writes its own gradebook, and a job
+changes only its own copy of this memory. It starts no thread (the grading process forks). The feedback it
+renders (the assignment's source notebook, with one output of each kind the feedback shows) is discarded.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_output
+
+#: Outputs of each kind the feedback renders (their filters compile their patterns on first use).
+SAMPLE_OUTPUTS = [
+    new_output("stream", name="stdout", text="printed\n"),
+    new_output("execute_result", execution_count=1, data={"text/plain": "array([1., 2.])",
+                                                          "text/html": "<b>shown</b>"}),
+    new_output("error", ename="AssertionError", evalue="wrong",
+               traceback=["\x1b[0;31mAssertionError\x1b[0m: wrong", "\x1b[1;32m----> 1\x1b[0m x"]),
+]
+
+
+#: The feedback exporters' template settings this process has rendered with (one warm-up each).
+_rendered: set[tuple] = set()
+
+
+def warm_jobs(course_dir: Path, source_dir: Path, assignment: str) -> bool:
+    """Do, in this process, the first-time work every student's job repeats.
+
+    Once per process and feedback template setting: later calls find everything loaded and return at once.
+
+    Parameters
+    ----------
+    course_dir : Path
+        The course root (its ``nbgrader_config.py`` configures the feedback export as in the jobs).
+    source_dir : Path
+        The source directory the jobs grade with (``gradebook-source/source``); the first of its
+        ``<assignment>/*.ipynb`` is rendered as feedback.
+    assignment : str
+        The assignment id.
+
+    Returns
+    -------
+    bool
+        Whether it rendered a feedback page now (False: already done in this process, or no notebook).
+
+    Raises
+    ------
+    Exception
+        Whatever the feedback export raises on the instructor's own source notebook (the jobs would fail on it
+        too); the caller decides whether that stops grading.
+    """
+    from autograder.nbgrader.sanitize import LANGUAGE_INFO
+    from autograder.sandbox.mounts import matplotlib_font_cache
+
+    matplotlib_font_cache()  # each sandbox gets a copy; importing matplotlib to find it costs half a second
+    # the comparison draws its hidden inputs from seeded generators (np.random.default_rng(seed) in each spec),
+    # never from numpy's global state, so the jobs sharing the module's import changes no draw
+    import numpy.random  # noqa: F401
+    notebooks = sorted((Path(source_dir) / assignment).glob("*.ipynb"))
+    exporter = feedback_exporter(course_dir)
+    key = (type(exporter), exporter.template_name, tuple(exporter.template_paths))
+    if not notebooks or key in _rendered:
+        return False
+    path = notebooks[0]
+    nb = nbformat.read(str(path), as_version=4)  # also compiles nbformat's schema validator
+    nb.metadata["language_info"] = dict(LANGUAGE_INFO)  # as autograde stores it: highlighted as ipython3
+    for cell in nb.cells:  # what GetGrades writes into the cells from the gradebook
+        nbgrader = cell.metadata.get("nbgrader", {})
+        if nbgrader.get("grade") or nbgrader.get("solution"):
+            nbgrader.update(score=0.0, points=float(nbgrader.get("points", 0) or 0), comment=None)
+    nb.cells.append(new_code_cell("print('printed')", execution_count=1, outputs=copy.deepcopy(SAMPLE_OUTPUTS)))
+    # what nbgrader's converter and GetGrades put in the resources (the scores are for the template only)
+    exporter.from_notebook_node(nb, resources={
+        "metadata": {"path": str(path.parent)}, "unique_key": path.stem,
+        "nbgrader": {"student": "warm-up", "assignment": assignment, "notebook": path.stem,
+                     "score": 0.0, "max_score": 0.0, "late_penalty": 0}})
+    _rendered.add(key)
+    return True
+
+
+def feedback_exporter(course_dir: Path):
+    """The feedback exporter as ``generate_feedback`` builds it for ``course_dir``, with its preprocessors.
+
+    nbgrader's ``GenerateFeedback`` configures the exporter (template, template paths) and registers its
+    ``preprocessors`` on it; those that read the gradebook (``GetGrades``) are left out here.
+    """
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.preprocessors import GetGrades
+
+    from autograder.nbgrader.grading import course_config
+
+    config = course_config(course_dir)
+    config.CourseDirectory.root = str(course_dir)
+    converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
+    exporter = converter.exporter_class(parent=converter, config=converter.config)
+    for preprocessor in converter.preprocessors:
+        if not (isinstance(preprocessor, type) and issubclass(preprocessor, GetGrades)):
+            exporter.register_preprocessor(preprocessor)  # as nbgrader registers them
+    return exporter

@@ -1,0 +1,137 @@
+"""The grading process warms up what every student's job needs before it forks them (autograder/nbgrader/job_warmup.py).
+
+In-process, no kernel: the feedback templates' bytecode cache (a hit renders as a compiled template does, a
+changed template is compiled again, other compile settings never share an entry), a job forked after the
+warm-up imports and compiles nothing more to write a feedback page (a subprocess stands for the grading
+process), and a warm-up that fails never stops grading. That the warm-up changes no grade and no feedback
+byte is benchmarks/student_job_cost.py's check on the end-to-end sample; tests/test_grading.py grades with it.
+"""
+
+import json
+import subprocess
+import sys
+
+import jinja2
+import nbformat
+import pytest
+
+from autograder.nbgrader import feedback_html, grading, job_warmup, sanitize
+from conftest import ASSIGNMENT, REPO
+
+
+class CountingEnvironment(jinja2.Environment):
+    """Jinja's environment, counting the templates it compiles from source."""
+
+    compiled = 0
+
+    def compile(self, source, name=None, filename=None, raw=False, defer_init=False):
+        if not raw:
+            CountingEnvironment.compiled += 1
+        return super().compile(source, name, filename, raw, defer_init)
+
+
+def environment(templates: dict, cache, **options) -> CountingEnvironment:
+    return CountingEnvironment(loader=jinja2.DictLoader(templates), bytecode_cache=cache, **options)
+
+
+def test_a_cached_template_renders_as_a_compiled_one_and_a_changed_one_is_compiled_again(monkeypatch):
+    monkeypatch.setattr(CountingEnvironment, "compiled", 0)
+    cache = feedback_html.TemplateBytecode()
+    templates = {"page.j2": "{% for x in items %}<li>{{ x | upper }}</li>{% endfor %}"}
+    first = environment(templates, cache).get_template("page.j2").render(items=["q", "k"])
+    assert first == "<li>Q</li><li>K</li>" and CountingEnvironment.compiled == 1 and len(cache.entries) == 1
+    again = environment(templates, cache).get_template("page.j2").render(items=["q", "k"])  # a new exporter's
+    assert again == first and CountingEnvironment.compiled == 1  # from the cache: not compiled again
+    changed = environment({"page.j2": "<p>{{ items | join(',') }}</p>"}, cache).get_template("page.j2")
+    assert changed.render(items=["q", "k"]) == "<p>q,k</p>" and CountingEnvironment.compiled == 2
+
+
+def test_environments_with_other_compile_settings_never_share_a_cached_template(monkeypatch):
+    monkeypatch.setattr(CountingEnvironment, "compiled", 0)
+    cache = feedback_html.TemplateBytecode()
+    templates = {"page.j2": "<% if on %>on<% endif %>{% if on %}braces{% endif %}"}
+    assert environment(templates, cache).get_template("page.j2").render(on=True) == "<% if on %>on<% endif %>braces"
+    angled = environment(templates, cache, block_start_string="<%", block_end_string="%>")
+    assert angled.get_template("page.j2").render(on=True) == "on{% if on %}braces{% endif %}"
+    assert CountingEnvironment.compiled == 2 and len(cache.entries) == 2
+
+
+def test_every_feedback_exporter_keeps_its_compiled_templates_in_the_shared_cache():
+    assert feedback_html.FeedbackExporter().environment.bytecode_cache is feedback_html.TEMPLATE_BYTECODE
+    exporter = job_warmup.feedback_exporter(REPO)
+    assert isinstance(exporter, feedback_html.FeedbackExporter) and exporter.template_name == "feedback"
+
+
+# In a fresh interpreter standing for the grading process: optionally the warm-up (on a source folder holding
+# one small notebook), then what a job does to write its feedback (a new exporter, as generate_feedback builds
+# it, rendering that notebook); prints how many templates the job compiled, what it imported, and the page.
+JOB = """
+import json, sys, threading, jinja2, nbformat
+from autograder.nbgrader import job_warmup
+compiled = []
+compile_source = jinja2.Environment.compile
+def counting(self, source, name=None, filename=None, raw=False, defer_init=False):
+    compiled.append(name)
+    return compile_source(self, source, name, filename, raw, defer_init)
+jinja2.Environment.compile = counting
+repo, source, assignment, notebook, warm = sys.argv[1:5] + [sys.argv[5] == "warm"]
+if warm:
+    assert job_warmup.warm_jobs(repo, source, assignment)
+    assert not job_warmup.warm_jobs(repo, source, assignment)  # once per process
+threads = threading.active_count()  # the grading process forks: it must run no thread
+compiled.clear()
+before = set(sys.modules)
+page, _ = job_warmup.feedback_exporter(repo).from_notebook_node(nbformat.read(notebook, as_version=4), resources={
+    "nbgrader": {"notebook": "x", "score": 1, "max_score": 2, "late_penalty": 0}})
+print(json.dumps({"threads": threads, "compiled": len(compiled), "imported": sorted({m.split(".")[0] for m in set(sys.modules) - before}),
+                  "page": page}))
+"""
+
+
+def graded_looking_notebook(folder):
+    """A small notebook as the feedback gets it (math, highlighted code, an output), in ``folder``."""
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("Scores $QK^\\top$", id="scores"),
+        nbformat.v4.new_code_cell("x = 1\nprint(x)", id="code", execution_count=1, outputs=[
+            nbformat.v4.new_output("stream", name="stdout", text="1")])])
+    nb.metadata["language_info"] = dict(sanitize.LANGUAGE_INFO)
+    folder.mkdir(parents=True)
+    nbformat.write(nb, str(folder / "small.ipynb"))
+    return folder / "small.ipynb"
+
+
+def test_a_job_forked_after_the_warm_up_imports_and_compiles_nothing_more_for_its_feedback(tmp_path, monkeypatch):
+    notebook = graded_looking_notebook(tmp_path / "source" / ASSIGNMENT)
+    done = subprocess.run([sys.executable, "-c", JOB, str(REPO), str(tmp_path / "source"), ASSIGNMENT, str(notebook),
+                           "warm"], capture_output=True, text=True, cwd=REPO, check=True)
+    warm = json.loads(done.stdout.strip().splitlines()[-1])
+    # without the warm-up a job compiled the feedback's 9 templates and imported IPython's lexer, matplotlib, ...
+    assert warm["compiled"] == 0 and warm["threads"] == 1
+    assert not {"IPython", "bs4", "soupsieve", "pygments", "matplotlib", "mistune"} & set(warm["imported"])
+    monkeypatch.setattr(feedback_html, "TEMPLATE_BYTECODE", feedback_html.TemplateBytecode())  # empty: compiled here
+    exporter = job_warmup.feedback_exporter(REPO)
+    page, _ = exporter.from_notebook_node(nbformat.read(str(notebook), as_version=4), resources={
+        "nbgrader": {"notebook": "x", "score": 1, "max_score": 2, "late_penalty": 0}})
+    assert exporter.environment.bytecode_cache.entries  # (it was compiled and cached here)
+    assert warm["page"] == page and "<math" in page and "cell-id=code" in page  # the same page, byte for byte
+
+
+def test_a_warm_up_that_fails_is_logged_and_grading_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setattr(job_warmup, "_rendered", set())  # as in a fresh grading process
+    grading.copy_course(REPO, tmp_path, folders=())
+    broken = grading.graded_source(tmp_path) / "source" / ASSIGNMENT
+    broken.mkdir(parents=True)
+    (broken / "notebook.ipynb").write_text("{ not a notebook")
+    grading._warm_jobs(tmp_path, ASSIGNMENT)  # raises nothing
+    log = (tmp_path / "grading.log").read_text()
+    assert "warming the grading jobs up failed (each job loads what it needs)" in log and "Error" in log
+    assert not job_warmup._rendered
+
+
+@pytest.mark.parametrize("folder", ["missing", ASSIGNMENT])
+def test_an_assignment_without_a_notebook_in_the_graded_source_warms_nothing_up(tmp_path, monkeypatch, folder):
+    monkeypatch.setattr(job_warmup, "_rendered", set())
+    grading.copy_course(REPO, tmp_path, folders=())
+    (grading.graded_source(tmp_path) / "source" / ASSIGNMENT).mkdir(parents=True)
+    assert job_warmup.warm_jobs(tmp_path, grading.graded_source(tmp_path) / "source", folder) is False
+    assert not (tmp_path / "grading.log").exists()
