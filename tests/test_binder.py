@@ -1,8 +1,12 @@
 """Binder: `postBuild` run in a fresh virtual environment made from the pip equivalent of environment.yml (what
 repo2docker installs) leaves JupyterLab set up as `make lab` does; the README's launch link opens the start page.
 
-The fresh environment is installed by pip from its cache (`make install` filled it with the same packages),
-so this needs PyPI only for what the cache lacks.
+The fresh environment is a venv without pip of its own, filled by this environment's pip (``pip --python``) in
+repo2docker's two steps: the packages environment.yml lists (pip, setuptools and the rest, as conda installs
+them), then its ``pip:`` section (``-e .``), built with the setuptools the first step installed (the same
+``setuptools>=77`` pyproject.toml's build-system asks for) instead of in a build environment of its own. It
+downloads every package from the index: pip's cache does not keep them where the index's answers carry no
+caching headers (this machine's proxy).
 """
 
 import json
@@ -19,25 +23,27 @@ from clone_support import make_clone
 from conftest import REPO
 
 
-def pip_equivalent(environment: dict, project: str) -> list[str]:
-    """pip arguments installing what a conda environment file lists: its packages, then its `pip:` section
-    (conda-forge names are the PyPI names here; `-e .` is the project folder ``project``)."""
-    arguments = []
+def pip_equivalent(environment: dict, project: str) -> tuple[list[str], list[str]]:
+    """pip arguments installing what a conda environment file lists, in repo2docker's two steps: its packages
+    (pip included; conda-forge names are the PyPI names here), then its `pip:` section (`-e .` is the project
+    folder ``project``)."""
+    packages, pip_section = [], []
     for dependency in environment["dependencies"]:
         if isinstance(dependency, dict):
             for entry in dependency["pip"]:
-                arguments += ["-e", project] if entry == "-e ." else [entry]
-        elif dependency != "pip" and not dependency.startswith("python="):
-            arguments.append(dependency)
-    return arguments
+                pip_section += ["-e", project] if entry == "-e ." else [entry]
+        elif not dependency.startswith("python="):
+            packages.append(dependency)
+    return packages, pip_section
 
 
 def test_the_pip_equivalent_lists_every_package_and_the_editable_project():
     environment = yaml.safe_load((REPO / "environment.yml").read_text())
-    arguments = pip_equivalent(environment, "/course")
-    assert arguments[-2:] == ["-e", "/course"]
-    assert "jupyterlab>=4.2,<5" in arguments and "nbgrader>=0.9.6,<0.10" in arguments
-    assert not any(a.startswith("python=") or a == "pip" for a in arguments)
+    packages, pip_section = pip_equivalent(environment, "/course")
+    assert pip_section == ["-e", "/course"]
+    assert "jupyterlab>=4.2,<5" in packages and "nbgrader>=0.9.6,<0.10" in packages
+    assert "pip" in packages and "setuptools>=77" in packages  # what the second step runs and builds with
+    assert not any(a.startswith("python=") or a.startswith("-") for a in packages)
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +52,11 @@ def binder(tmp_path_factory):
     root = tmp_path_factory.mktemp("binder")
     clone = make_clone(REPO, root / "attention-lab")
     venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    environment = yaml.safe_load((clone / "environment.yml").read_text())
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile",
-                    *pip_equivalent(environment, str(clone))], check=True, cwd=clone)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)  # pip comes from the list
+    packages, pip_section = pip_equivalent(yaml.safe_load((clone / "environment.yml").read_text()), str(clone))
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet", "--no-compile"]
+    subprocess.run([*pip, *packages], check=True, cwd=clone)
+    subprocess.run([*pip, "--no-build-isolation", *pip_section], check=True, cwd=clone)
     env = dict(os.environ, PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
                JUPYTER_CONFIG_DIR=str(root / "jupyter-config"), VIRTUAL_ENV=str(venv))
     result = subprocess.run(["bash", "postBuild"], cwd=clone, env=env, capture_output=True, text=True)

@@ -4,8 +4,10 @@ Assignment 1's end-to-end sample is graded twice, in two course directories, on 
 score, comment, gradebook row and feedback file must be the same. A re-run grades only what changed
 (``gradebook-hashes.json``) unless ``--force``; a course copied outside the checkout is graded from its own
 directory; a course whose sandboxed kernel cannot import ``attention_lab`` stops before the first student.
-The same sample graded by the command line on a Dask cluster (two worker processes) into a PostgreSQL
-gradebook gives what the one-worker run gave; a shipped job grades with its course directory gone.
+Two of the sample (the untouched release and a named mistake) graded by the command line on a Dask cluster (two
+worker processes) into a PostgreSQL gradebook give what the one-worker run gave them; a shipped job grades with
+its course directory gone. The throughput benchmark's smoke run grades the smallest class that tells its two
+graders apart: the correct solution and the untouched release.
 """
 
 import contextlib
@@ -180,12 +182,14 @@ def test_the_throughput_benchmark_smoke_run_gives_plain_nbgrader_s_scores_on_two
     sys.path.insert(0, str(REPO / "benchmarks"))
     import grading_throughput
 
-    row = grading_throughput.measure(4)  # scores only: the suite never asserts timings
-    assert len(row.grade.scores) == 4 and all(steps is not None for steps in row.grade.scores.values())
+    # the smallest class that checks the claim: the correct solution and the untouched release (full marks and
+    # none: a class of equal full marks would prove nothing), graded by plain nbgrader and on both workers
+    row = grading_throughput.measure(2)  # scores only: the suite never asserts timings
+    assert len(row.grade.scores) == 2 and all(steps is not None for steps in row.grade.scores.values())
     assert row.grade.scores == row.nbgrader.scores and row.same_scores
     totals = {student: sum(score for score, _ in steps.values()) for student, steps in row.grade.scores.items()}
     assert totals["ada-correct-1"] == sum(m for _, m in row.grade.scores["ada-correct-1"].values())
-    assert totals["ben-untouched-1"] == 0  # the untouched release: a class of equal full marks would prove nothing
+    assert totals["ben-untouched-1"] == 0
 
 
 
@@ -222,12 +226,26 @@ def local_cluster():
             cluster.wait()
 
 
+def cluster_sample() -> list[str]:
+    """The students of the end-to-end sample the cluster run grades: the untouched release (nbgrader's own "No
+    response." comments, scores of 0) and the first named mistake (partial scores, the mistake's name in the
+    grades CSV and its hint in the feedback): every kind of row and file a job sends back, one job for each of
+    the two workers. The sample's other kinds (correct, written differently, unnamed) differ only in what the job
+    computes, which is the same code on a worker as in a local job; the local runs compare all five across
+    one and two workers above."""
+    assignment = assignments.get(ASSIGNMENT)
+    named = next(s for s in example_class.end_to_end_sample(assignment)
+                 if example_class.students_of(assignment)[s] in assignment.mistakes.values())
+    return [example_class.UNTOUCHED, named]
+
+
 @pytest.fixture(scope="module")
 def graded_on_a_cluster(tmp_path_factory):
-    """The end-to-end sample graded by ``python -m autograder grade --scheduler`` on a two-worker Dask cluster,
+    """:func:`cluster_sample` graded by ``python -m autograder grade --scheduler`` on a two-worker Dask cluster,
     into a PostgreSQL gradebook (``c.CourseDirectory.db_url``; the password only in this process's PGPASSFILE)."""
     course = tmp_path_factory.mktemp("cluster")
-    students = example_class.prepare_course(course, [ASSIGNMENT], sample=True)[ASSIGNMENT]
+    grading.copy_course(REPO, course)
+    students = example_class.build_submissions(course, assignments.get(ASSIGNMENT), REPO, cluster_sample())
     with postgres_server(("gradebook",)) as server, local_cluster() as address:
         url = server.url("gradebook")
         with open(course / "nbgrader_config.py", "a") as config:
@@ -242,12 +260,22 @@ def test_a_dask_cluster_and_a_postgresql_gradebook_give_every_score_comment_and_
         graded_twice, graded_on_a_cluster, tmp_path):
     local, steps, rows, _ = graded_twice[1]
     course, students, cluster_rows, done = graded_on_a_cluster
-    assert students == [r.student for r in rows]
+    assert students == cluster_sample() and set(students) < {r.student for r in rows}
+    rows = [r for r in rows if r.student in students]  # the local run's rows of these students
+    named = next(r for r in rows if r.named)
+    assert 0 < named.total < sum(m for _, m in named.steps.values()) and any(r.total == 0 for r in rows)
     grading.write_csv(tmp_path / "local.csv", ASSIGNMENT, steps, rows)  # scores, notes and named mistakes
     assert (course / f"grades-{ASSIGNMENT}.csv").read_text() == (tmp_path / "local.csv").read_text()
-    assert cluster_rows == submission_rows(sqlite_url(local / "gradebook.db"), ASSIGNMENT)
+    local_rows = submission_rows(sqlite_url(local / "gradebook.db"), ASSIGNMENT)
+    assert cluster_rows == {student: local_rows[student] for student in students}
+    comments = [c for s in cluster_rows.values() for nb in s["notebooks"].values() for c in nb["comments"].values()]
+    assert ("No response.", None) in comments  # the untouched release: nbgrader's own comment reached PostgreSQL
     assert not (course / "gradebook.db").exists()  # every row went to PostgreSQL
-    assert files(course / "feedback") == files(local / "feedback") and outputs(course) == outputs(local)
+    local_feedback, local_outputs = files(local / "feedback"), outputs(local)
+    assert files(course / "feedback") == {path: data for path, data in local_feedback.items()
+                                          if path.split("/")[0] in students}
+    assert outputs(course) == {path: cells for path, cells in local_outputs.items()
+                               if path.split("/")[1] in students}
     log = (course / "grading.log").read_text()
     assert log.count("[worker tcp://127.0.0.1:") == len(students)  # each student was graded on a worker
 
