@@ -396,6 +396,26 @@ def release_json(edit):
     return lambda folder, context: (folder / NOTEBOOK).write_text(json.dumps(edit(nbformat.from_dict(context.release_nb))))
 
 
+def with_markdown_cells(count: int):
+    """An edit of the release adding ``count`` one-line Markdown cells, for :func:`release_json` only: the cells are
+    plain dicts (:func:`~autograder.examples.hostile_payloads.markdown_cells`), the same JSON as notebook nodes.
+
+    Parameters
+    ----------
+    count : int
+        How many cells to add after the release's own.
+
+    Returns
+    -------
+    callable
+        ``edit(nb) -> nb``: appends the cells to ``nb.cells`` and returns ``nb``.
+    """
+    def edit(nb):
+        nb.cells.extend(payloads.markdown_cells(count))
+        return nb
+    return edit
+
+
 def _extra_files(folder: Path) -> None:
     (folder / "notes.html").write_text(f"<script>{payloads.script('extra-file')}</script>")
     (folder / "figure.svg").write_text(f"<svg xmlns='http://www.w3.org/2000/svg'><script>{payloads.script('svg-file')}"
@@ -545,11 +565,11 @@ CASES: dict[str, Hostile] = {
         _all_of(graded(FULL, note="extra files not copied"), _no_extra_files)),
     "huge-notebook": Hostile(
         "300,000 Markdown cells (25 MB): refused on its file size before it is read",
-        release_json(lambda nb: payloads.many_markdown_cells(nb, 300_000)),
+        release_json(with_markdown_cells(300_000)),
         not_graded("over the file-size limit")),
     "too-many-cells": Hostile(
         "1,100 extra Markdown cells in a small file (over the cell limit of 1,000)",
-        release_json(lambda nb: payloads.many_markdown_cells(nb, 1_100)),
+        release_json(with_markdown_cells(1_100)),
         not_graded(f"over the cell limit: {1_100 + RELEASE_CELLS} cells, limit 1000")),
     "too-many-outputs": Hostile(
         "2,001 outputs saved in one cell (over the output limit of 2,000)",

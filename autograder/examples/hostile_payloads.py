@@ -182,10 +182,29 @@ def stored_active_content(nb) -> list[str]:
 
 # ---- limits -------------------------------------------------------------------------------------------
 
+def markdown_cells(count: int) -> list[dict]:
+    """``count`` one-line Markdown cells as plain dicts, ready for ``json.dumps`` (not for nbformat's writer).
+
+    300,000 of them take a fifth of the time :func:`nbformat.from_dict` takes to make them notebook nodes (2.5 s
+    against 14.4 s on a loaded 2-core machine), in the test suite's graded class before any student is graded.
+
+    Parameters
+    ----------
+    count : int
+        How many cells (ids ``note-0`` … ``note-<count - 1>``).
+
+    Returns
+    -------
+    list of dict
+        The cells, in order, each ``{"cell_type": "markdown", "id", "metadata": {}, "source": "note <i>"}``.
+    """
+    return [{"cell_type": "markdown", "id": f"note-{i}", "metadata": {}, "source": f"note {i}"} for i in range(count)]
+
+
 def many_markdown_cells(nb, count: int):
-    """``nb`` with ``count`` extra one-line Markdown cells (the 300,000-cell notebook is 28 MB)."""
-    nb.cells.extend(nbformat.from_dict({"cell_type": "markdown", "id": f"note-{i}", "metadata": {}, "source": f"note {i}"})
-                    for i in range(count))  # not new_markdown_cell: it validates each cell, minutes for 300,000
+    """``nb`` with ``count`` extra one-line Markdown cells (the 300,000-cell notebook is 25 MB)."""
+    # not new_markdown_cell: it validates each cell, minutes for 300,000
+    nb.cells.extend(nbformat.from_dict(cell) for cell in markdown_cells(count))
     return nb
 
 
