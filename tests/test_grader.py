@@ -260,8 +260,9 @@ def test_a_hanging_function_costs_its_own_step_only(monkeypatch):
     results = grades({"causal_mask": stubborn})
     assert results["test_causal_mask"].score == 0
     assert "did not finish within 0.2 s" in results["test_causal_mask"].text()
-    # causal_self_attention, which calls it, is graded with the reference's mask standing in
-    assert lost({"causal_mask": stubborn}) == {"test_causal_mask"}
+    # causal_self_attention, which calls it, is graded with the reference's mask standing in (the same grading:
+    # each hanging case costs its limit and the repeated alarm, so it is graded once)
+    assert {g for g, r in results.items() if r.score < r.points} == {"test_causal_mask"}
 
 
 def _hidden_numbers(assignment) -> set[str]:

@@ -132,11 +132,15 @@ def test_every_known_mistake_combined_with_every_correct_variant_is_charged_once
     # function calls (tests/test_questions.py grades every answer of every question)
     answers = {question.variable for question in assignment.questions}
     variants = {key: v for key, v in assignment.correct.items() if not set(v.cells) <= answers}
+    charged_by = {}  # a variant whose every cell the mistake replaces gives the mistake's cells again: graded once
     for mistake_key, mistake in assignment.function_mistakes.items():
         for correct_key, correct in variants.items():
-            results = grade_answers(assignment, {**correct.cells, **mistake.cells})
-            charged = {g for g, r in results.items() if r.score < r.points}
-            assert charged == set(mistake.breaks), (mistake_key, correct_key, charged)
+            cells = {**correct.cells, **mistake.cells}
+            key = frozenset(cells.items())
+            if key not in charged_by:
+                results = grade_answers(assignment, cells)
+                charged_by[key] = {g for g, r in results.items() if r.score < r.points}
+            assert charged_by[key] == set(mistake.breaks), (mistake_key, correct_key, charged_by[key])
 
 
 # ---- the probe: recording and stand-ins in the kernel ---------------------------------------------

@@ -59,14 +59,66 @@ class ArrayFromSubclass(np.ndarray):
     source_class = ""
 
 
+#: Texts of small arrays, in both directions: the grader and the probe encode and decode the same hidden inputs,
+#: stand-in values and answers again in every pass and for every submission, and ``np.save``/``np.load`` cost tens
+#: to hundreds of times a copy. An entry is kept only for a text of at most :data:`CACHED_TEXT_CHARS`, and each
+#: cache is emptied when its texts and data would pass :data:`CACHE_CHARS` bytes (4 MiB).
+CACHED_TEXT_CHARS = 16 * 2**10
+CACHE_CHARS = 4 * 2**20
+_ENCODED: dict[tuple, str] = {}  # (dtype, shape, Fortran order, data bytes) → text
+_DECODED: dict[str, tuple[np.ndarray, tuple[int, ...], bool]] = {}  # text → (read-only flat data, shape, Fortran)
+_CHARS = {"encoded": 0, "decoded": 0}
+
+
+def _keep(cache: dict, name: str, key, value, chars: int) -> None:
+    if _CHARS[name] + chars > CACHE_CHARS:
+        cache.clear()
+        _CHARS[name] = 0
+    cache[key] = value
+    _CHARS[name] += chars
+
+
 def _npy(array: np.ndarray) -> str:
+    """Base64 of ``np.save(array)``; for a small array of a plain numeric dtype, the text it gave before.
+
+    The key is everything ``np.save`` writes — the dtype (byte order included), the shape, the memory order and
+    the data's bytes — and such dtypes make ``np.save`` warn about nothing, so the text is the one it would write.
+    """
+    dtype = array.dtype
+    fortran = array.flags.f_contiguous and not array.flags.c_contiguous  # as np.save decides it
+    key = None
+    if (array.nbytes * 4 // 3 <= CACHED_TEXT_CHARS and dtype.kind in "biufc" and dtype.metadata is None
+            and np.dtype(dtype.str) == dtype):
+        key = (dtype.str, array.shape, fortran, array.tobytes(order="F" if fortran else "C"))
+        text = _ENCODED.get(key)
+        if text is not None:
+            return text
     buffer = io.BytesIO()
     np.save(buffer, array, allow_pickle=False)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    text = base64.b64encode(buffer.getvalue()).decode("ascii")
+    if key is not None and len(text) <= CACHED_TEXT_CHARS:
+        _keep(_ENCODED, "encoded", key, text, len(text) + len(key[3]))
+    return text
 
 
 def _from_npy(text: str) -> np.ndarray:
-    return np.load(io.BytesIO(base64.b64decode(text.encode("ascii"))), allow_pickle=False)
+    """The array of one ``.npy`` text: ``np.load`` of it, or a fresh copy of what it gave for the same text before.
+
+    The copy is laid out as ``np.load`` lays it out (a writeable view of a new flat array, in C or Fortran order),
+    so nothing — not the values, the dtype, the strides or the flags — tells the two apart; the kept array is
+    read-only and never handed out, so code that modifies what it receives cannot change a later decode.
+    """
+    kept = _DECODED.get(text)
+    if kept is not None:
+        flat, shape, fortran = kept
+        return flat.copy().reshape(shape[::-1]).transpose() if fortran else flat.copy().reshape(shape)
+    array = np.load(io.BytesIO(base64.b64decode(text.encode("ascii"))), allow_pickle=False)
+    if len(text) <= CACHED_TEXT_CHARS:
+        fortran = array.flags.f_contiguous and not array.flags.c_contiguous
+        flat = array.ravel(order="F" if fortran else "C").copy()
+        flat.flags.writeable = False
+        _keep(_DECODED, "decoded", text, (flat, array.shape, fortran), len(text) + flat.nbytes)
+    return array
 
 
 def encode(value: Any, depth: int = 0) -> Any:
