@@ -11,6 +11,7 @@ with ``xdist_group`` marks: with pytest 9.2 and pytest-xdist 3.8 it silently sto
 pytest-dev/pytest-xdist#1386.)
 """
 
+import resource
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,31 @@ def pytest_collection_modifyitems(config, items):
     # collection order, and each module's tests in their own order (identical on every xdist worker).
     rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(_module_name(item), len(rank)))
+
+
+_CPU_START = pytest.StashKey[float]()
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of its children that have ended (kernels, nbgrader, bwrap)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    # The CPU a test costs, next to the wall time JUnit already records: benchmarks/test_suite.py sets one against
+    # the other to tell a test that computes from one that waits (a wall clock limit, a download, a browser).
+    item.stash[_CPU_START] = _cpu_seconds()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    if call.when == "teardown" and _CPU_START in item.stash:
+        # Written before the teardown report is made, so that JUnit's <properties> carry it.
+        item.user_properties.append(("cpu_seconds", f"{_cpu_seconds() - item.stash[_CPU_START]:.3f}"))
+    return (yield)
 
 
 @pytest.fixture(scope="session")
