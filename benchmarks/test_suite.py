@@ -22,13 +22,16 @@ The projection at N assignments is the measured serial sum plus (N − the relea
 cost, divided by the speed-up measured in the same run. Per-module seconds are set against the file this
 run replaces (the previous run).
 
-Usage: ``OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/test_suite.py`` (about 15 minutes on 2 cores;
-with ``BENCHMARK_JUNIT_DIR=dir`` both runs' JUnit reports are kept there;
-run it on an otherwise idle machine, e.g. a fresh clone as CI makes one).
+Usage: ``OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/test_suite.py`` (the whole suite, then the fast tier and
+the samples: about 30 minutes on 2 cores; with ``BENCHMARK_JUNIT_DIR=dir`` both runs' JUnit reports are kept there;
+run it on an otherwise idle machine). ``--junit FILE --note "…"`` reads the whole run from the JUnit report of a
+`make test` run made elsewhere instead, e.g. a fresh clone's ``PYTEST_ADDOPTS=--junitxml=FILE CI=true bash .ci/run``
+(the run the budget is about), and runs only the fast tier and the samples here.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import re
@@ -56,12 +59,40 @@ class Run:
     wall: float
     modules: dict[str, float]
     tests: dict[str, float] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)  # per module: tests/conftest.py's cpu_seconds property
     passed: int = 0
     failed: int = 0
 
     @property
     def serial(self) -> float:
         return sum(self.modules.values())
+
+
+def read_junit(junit: Path, wall: float) -> Run:
+    """Seconds (and CPU seconds, where recorded) per module and per test, and pass and fail counts, of a JUnit report."""
+    result = Run(wall, defaultdict(float), cpu=defaultdict(float))
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        parts = case.get("classname", "").split(".")  # tests.test_x, or tests.test_x.TestClass
+        module = ".".join(parts[:-1] if parts[-1][:1].isupper() else parts)
+        seconds = float(case.get("time", 0))
+        result.modules[module] += seconds
+        result.tests[f"{module}::{case.get('name', '')}"] = seconds
+        for prop in case.iter("property"):
+            if prop.get("name") == "cpu_seconds":
+                result.cpu[module] += float(prop.get("value", 0))
+        if case.find("failure") is not None or case.find("error") is not None:
+            result.failed += 1
+        elif case.find("skipped") is None:
+            result.passed += 1
+    result.modules, result.cpu = dict(result.modules), dict(result.cpu)
+    return result
+
+
+def junit_wall(junit: Path) -> float:
+    """The wall-clock seconds pytest recorded for the whole session in a JUnit report (its testsuite's time)."""
+    root = ElementTree.parse(junit).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    return float(suite.get("time"))
 
 
 def run(marker: str | None, keep: Path | None = None) -> Run:
@@ -74,21 +105,10 @@ def run(marker: str | None, keep: Path | None = None) -> Run:
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
         start = time.perf_counter()
         subprocess.run(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        result = Run(time.perf_counter() - start, defaultdict(float))
+        wall = time.perf_counter() - start
         if keep is not None:  # to read which tests failed, and their own times, after the run
             shutil.copyfile(junit, keep)
-        for case in ElementTree.parse(junit).getroot().iter("testcase"):
-            parts = case.get("classname", "").split(".")  # tests.test_x, or tests.test_x.TestClass
-            module = ".".join(parts[:-1] if parts[-1][:1].isupper() else parts)
-            seconds = float(case.get("time", 0))
-            result.modules[module] += seconds
-            result.tests[f"{module}::{case.get('name', '')}"] = seconds
-            if case.find("failure") is not None or case.find("error") is not None:
-                result.failed += 1
-            elif case.find("skipped") is None:
-                result.passed += 1
-    result.modules = dict(result.modules)
-    return result
+        return read_junit(junit, wall)
 
 
 def assignment_of(test_id: str, released: dict[str, list[str]]) -> str | None:
@@ -144,7 +164,8 @@ def previous_module_seconds() -> dict[str, float]:
 
 
 def render(whole: Run, fast: Run, samples: dict[str, float], marks: dict[str, list[str]],
-           previous: dict[str, float], load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+           previous: dict[str, float], source: str) -> str:
+    """The Markdown page; ``source`` says where the whole run's figures come from and how busy the machine was."""
     per_test: dict[str, float] = defaultdict(float)
     for test_id, seconds in whole.tests.items():
         name = assignment_of(test_id, marks)
@@ -167,10 +188,7 @@ def render(whole: Run, fast: Run, samples: dict[str, float], marks: dict[str, li
         "(both tiers); `make test-fast` = the same with `-m \"not slow\"`. The baseline is the sum of every test's own "
         "time (setup + call + teardown) from the same run's JUnit report: one worker, tests one after the other.",
         "",
-        "**The machine was shared with other sessions' work while this ran** (load average "
-        f"{' / '.join(f'{x:.1f}' for x in load[0])} at the start, {' / '.join(f'{x:.1f}' for x in load[1])} at the "
-        "end, over 1 / 5 / 15 min, on 2 cores): other work took cores from the run, so every figure here is higher "
-        "than an idle fresh clone's; the ratios and the projection are made from this run's own numbers.",
+        source,
         "",
         "| run | tests passed / failed | wall clock | one worker's sum (baseline) | speed-up | budget |",
         "|---|---|---|---|---|---|",
@@ -207,9 +225,15 @@ def render(whole: Run, fast: Run, samples: dict[str, float], marks: dict[str, li
         "",
         f"## Where the time goes (`make test`, seconds summed per test module, the {MODULE_ROWS} largest)",
         "",
-        "| module | seconds | share | previous run |",
-        "|---|---|---|---|",
+        "CPU: user + system seconds of the pytest-xdist worker and of the child processes it reaped while the "
+        "module's tests ran (tests/conftest.py records them per test); a sandboxed kernel that bubblewrap reaps, a "
+        "server or browser still running, is not among them. Seconds far above CPU mean waiting (a wall-clock "
+        "limit, a browser, a download) or uncounted children.",
+        "",
+        "| module | seconds | share | CPU counted | previous run |",
+        "|---|---|---|---|---|",
         *(f"| `{name}` | {seconds:.0f} | {100 * seconds / whole.serial:.0f}% | "
+          f"{f'{whole.cpu[name]:.0f}' if name in whole.cpu else '–'} | "
           f"{f'{previous[name]:.0f}' if name in previous else '–'} |"
           for name, seconds in sorted(whole.modules.items(), key=lambda item: -item[1])[:MODULE_ROWS]),
         "",
@@ -217,16 +241,40 @@ def render(whole: Run, fast: Run, samples: dict[str, float], marks: dict[str, li
     return "\n".join(lines)
 
 
-def main() -> int:
+def loads(start: tuple[float, ...], end: tuple[float, ...]) -> str:
+    """How busy the machine was, in words, from the load averages at the start and at the end."""
+    text = (f"load average {' / '.join(f'{x:.1f}' for x in start)} at the start and "
+            f"{' / '.join(f'{x:.1f}' for x in end)} at the end, over 1 / 5 / 15 min")
+    if max(start[0], end[1]) > (os.cpu_count() or 1) + 0.5:
+        return (f"**The machine was shared with other work while this ran** ({text}): other work took cores from "
+                "the run, so every figure is higher than an idle fresh clone's; the ratios and the projection are "
+                "made from this run's own numbers.")
+    return f"The machine ran nothing else ({text})."
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--junit", type=Path, help="the JUnit report of a `make test` run to read (e.g. a fresh clone's "
+                        "CI run, PYTEST_ADDOPTS=--junitxml=FILE) instead of running the whole suite here")
+    parser.add_argument("--note", default="", help="where that report comes from (printed with it)")
+    options = parser.parse_args(argv)
     previous = previous_module_seconds()
     marks = released_marks()
     load_start = os.getloadavg()
     # BENCHMARK_JUNIT_DIR=dir keeps both runs' JUnit reports there (whole.xml, fast.xml)
     keep = Path(os.environ["BENCHMARK_JUNIT_DIR"]) if os.environ.get("BENCHMARK_JUNIT_DIR") else None
-    whole = run(None, keep / "whole.xml" if keep else None)
+    if options.junit:
+        whole = read_junit(options.junit, junit_wall(options.junit))
+        source = (f"The whole run's figures come from the JUnit report of a `make test` run"
+                  f"{' ' + options.note if options.note else ''} (its wall clock is pytest's session time there); "
+                  "the fast tier and the graded samples were run here afterwards.")
+    else:
+        whole = run(None, keep / "whole.xml" if keep else None)
+        source = ""
     fast = run("not slow", keep / "fast.xml" if keep else None)
     samples = graded_sample_seconds()
-    text = render(whole, fast, samples, marks, previous, (load_start, os.getloadavg()))
+    source = f"{source} {loads(load_start, os.getloadavg())}".strip()
+    text = render(whole, fast, samples, marks, previous, source)
     OUTPUT.write_text(text)
     print(text)
     return 0 if not whole.failed and not fast.failed else 1

@@ -154,6 +154,11 @@ def test_last_bit_differences_between_cpus_are_not_stale(tmp_path, only_a_small_
     path.write_text(text.replace(repr(third), repr(float(np.nextafter(third, 1.0))), 1))
     assert path.read_text() != text
     assert generator.problems(tmp_path) == []
+    shifted = path.read_text()
+    # regenerating on this CPU leaves the other CPU's file as it is (a fresh clone's `worked-cases` changes nothing)
+    assert generator.write(tmp_path) == [f"unchanged {path}"] and path.read_text() == shifted
+    path.write_text(text.replace(repr(third), "0.3333", 1))  # a real change is still written
+    assert generator.write(tmp_path) == [f"wrote {path}"] and path.read_text() == text
 
 
 # ---------------------------------------------------------------- the generator on a fake course

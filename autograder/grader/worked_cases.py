@@ -260,7 +260,11 @@ def problems(directory: Path = OUTPUT, assignments: Mapping[str, Assignment] | N
 
 def write(directory: Path = OUTPUT, assignments: Mapping[str, Assignment] | None = None,
           course_dir: Path = REPO) -> list[str]:
-    """Write each assignment's file to ``directory`` (only when its contents change) and delete left-over files.
+    """Write each assignment's file to ``directory`` (only when it is not current) and delete left-over files.
+
+    A file is current as :func:`file_problems` says: equal to a fresh rendering, or different from it only in
+    the last bits of floating-point results (another CPU's rounding), so regenerating on another machine
+    leaves the committed files as they are.
 
     Returns
     -------
@@ -283,7 +287,10 @@ def write(directory: Path = OUTPUT, assignments: Mapping[str, Assignment] | None
         except Exception as error:  # noqa: BLE001 — one broken assignment must not stop the others
             report.append(f"FAILED {name}: {type(error).__name__}: {error}")
             continue
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        committed = path.read_text(encoding="utf-8") if path.is_file() else None
+        # A file that differs from the fresh rendering only in the last bits of floating-point results is
+        # current (file_problems): rewriting it would make every other CPU's regeneration a change to commit.
+        if committed is None or (committed != text and not _same_numbers(committed, text)):
             path.write_text(text, encoding="utf-8")
             report.append(f"wrote {path}")
         else:
