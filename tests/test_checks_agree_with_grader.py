@@ -26,7 +26,7 @@ from autograder.grader.bank import hidden_inputs_only
 from autograder.grader.questions import QUESTION_REASON
 from conftest import REPO
 from self_check_harness import cells_of, namespace_for, verdict
-from a07_memory_stand_in import a07_memory_stand_in  # noqa: F401 — a fixture: a07's memory step on its stand-in case
+from a07_memory_stand_in import a07_memory_stand_in, memory_stand_in  # noqa: F401 — a fixture: a07's memory step on its stand-in case
 
 pytestmark = pytest.mark.usefixtures("a07_memory_stand_in")
 
@@ -179,13 +179,14 @@ def _outputs(assignment, case) -> list:
 
 def charged_on(rule, assignment, case, base) -> bool:
     """Whether the grader charges a function that breaks ``rule`` on this hidden case."""
-    arrays = [o for o in _outputs(assignment, case) if isinstance(o, np.ndarray)]
+    # the reference runs only for the rules about outputs: collection asks every rule of every function
+    arrays = lambda: [o for o in _outputs(assignment, case) if isinstance(o, np.ndarray)]  # noqa: E731
     return {
         "in_place": lambda: any(isinstance(a, np.ndarray) for a in case.args),
-        "extra_leading_axis": lambda: bool(arrays),
-        "bool_as_int": lambda: any(o.dtype == bool for o in arrays),
+        "extra_leading_axis": lambda: bool(arrays()),
+        "bool_as_int": lambda: any(o.dtype == bool for o in arrays()),
         "float64_whatever_the_input": lambda: case.exact_dtype and any(o.dtype not in (bool, np.float64)
-                                                                       for o in arrays),
+                                                                       for o in arrays()),
         "warns": lambda: case.no_warnings,
         "axis_ignored": lambda: case.kwargs.get("axis", -1) != -1,
         "no_leading_batch_dimensions": lambda: any(isinstance(a, np.ndarray) and a.ndim > base[i]
@@ -210,8 +211,9 @@ def broken_cells(assignment, function, rule, fields) -> dict[str, str]:
     raise LookupError(f"{assignment.name}: no solution cell defines {function}")
 
 
-RULE_MISTAKES = [(name, function, rule) for name, a in ASSIGNMENTS.items() for function in a.reference
-                 for rule in BODIES if rule_steps(rule, a, function)[0]]
+with memory_stand_in():  # the hidden cases the tests grade on (a07_memory_stand_in): not T = 20 000 at collection
+    RULE_MISTAKES = [(name, function, rule) for name, a in ASSIGNMENTS.items() for function in a.reference
+                     for rule in BODIES if rule_steps(rule, a, function)[0]]
 
 
 def test_every_rule_is_broken_in_every_assignment_it_applies_to():
