@@ -3,7 +3,9 @@
 Assignment 1's end-to-end sample is graded twice, in two course directories, on one worker and on two: every
 score, comment, gradebook row and feedback file must be the same. A re-run grades only what changed
 (``gradebook-hashes.json``) unless ``--force``; a course copied outside the checkout is graded from its own
-directory; a course whose sandboxed kernel cannot import ``attention_lab`` stops before the first student.
+directory by ``python -m autograder grade`` (``make grade``: release/ untouched, the grades CSV and feedback written, a
+re-run grading only the changed and the failed submissions, a full-marks student whose new submission ends its kernel
+reported with its new marks); a course whose sandboxed kernel cannot import ``attention_lab`` stops before the first student.
 Two of the sample (the untouched release and a named mistake) graded by the command line on a Dask cluster (two
 worker processes) into a PostgreSQL gradebook give what the one-worker run gave them; a shipped job grades with
 its course directory gone. The throughput benchmark's smoke run grades the smallest class that tells its two
@@ -22,6 +24,7 @@ from unittest import mock
 import nbformat
 import pytest
 
+from autograder.examples import hostile
 from autograder.examples.hostile import FULL  # assignment 1's points, its questions included
 from autograder import assignments
 from autograder.examples import example_class
@@ -119,15 +122,24 @@ def copied_course(tmp_path_factory):
     """The course copied outside the checkout (config, source, release) with two honest submissions and an empty one."""
     course = grading.copy_course(REPO, tmp_path_factory.mktemp("elsewhere") / "course", folders=("source", "release"))
     assert REPO not in course.parents
-    honest = fill_release(read(RELEASE_NB), solution_cells(read(SOURCE_NB)))
     for student in ("amy", "bo", "eve-empty"):
         folder = course / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
         if student == "eve-empty":
             (folder / NOTEBOOK).write_text("")
         else:
-            nbformat.write(honest, str(folder / NOTEBOOK))
+            nbformat.write(honest_notebook(), str(folder / NOTEBOOK))
     return course
+
+
+def honest_notebook(**answers: str) -> nbformat.NotebookNode:
+    """The release filled in with the source's solutions, and ``answers`` (cell id → source) instead of some."""
+    return fill_release(read(RELEASE_NB), {**solution_cells(read(SOURCE_NB)), **answers})
+
+
+def student_line(stdout: str, student: str) -> str:
+    """The grade table's row of ``student``."""
+    return next(line for line in stdout.splitlines() if line.split()[:1] == [student])
 
 
 def grade_here(course: Path, *args: str) -> subprocess.CompletedProcess:
@@ -138,27 +150,38 @@ def grade_here(course: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_course_outside_the_checkout_is_graded_from_its_own_directory_and_failures_are_listed(copied_course):
+    release = files(copied_course / "release")
     done = grade_here(copied_course, "--workers", "2")
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith(("amy ", "bo ", "eve-"))}
-    assert f"{FULL:g}/{FULL:g}" in rows["amy"] and f"{FULL:g}/{FULL:g}" in rows["bo"]
+    full = f"{FULL:g}/{FULL:g}"
+    assert full in student_line(done.stdout, "amy") and full in student_line(done.stdout, "bo")
     listed = done.stdout.split("not graded (1):\n", 1)[1].splitlines()[0]
     assert listed.startswith("  eve-empty: ") and "empty file" in listed
     assert (copied_course / "feedback" / "amy" / ASSIGNMENT).is_dir()
+    assert (copied_course / f"grades-{ASSIGNMENT}.csv").is_file()
+    assert files(copied_course / "release") == release  # grading generates into the gradebook, never into release/
 
 
-def test_an_unchanged_class_is_not_graded_again_unless_forced(copied_course):
+def test_a_re_run_grades_only_what_changed_or_failed_and_no_earlier_full_marks_survive_a_crash(copied_course):
+    """Without ``--force`` a re-run grades a changed submission and one not graded before, nothing else; a
+    submission graded full marks that now ends its kernel is reported with what it earns now (what ran before the
+    crash), never with its earlier row; ``--force`` grades every submission again."""
     if not (copied_course / "gradebook.db").exists():
         pytest.skip("needs the graded copy of the test before")
+    crashing = honest_notebook(causal_mask="import os\nos._exit(1)")  # amy hands in again: it ends the kernel
+    nbformat.write(crashing, str(copied_course / "submitted" / "amy" / ASSIGNMENT / NOTEBOOK))
     again = grade_here(copied_course)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "2 submission(s) unchanged since they were graded" in again.stdout
-    assert log_sections(copied_course)[-1] == ["eve-empty"]  # a submission that was not graded is tried again
+    assert "1 submission(s) unchanged since they were graded" in again.stdout  # bo
+    assert sorted(log_sections(copied_course)[-1]) == ["amy", "eve-empty"]  # the changed one and the one not graded
+    full = f"{FULL:g}/{FULL:g}"
+    amy = student_line(again.stdout, "amy")
+    assert full not in amy and f"{hostile.BEFORE_MASK:g}/{FULL:g}" in amy
     forced = grade_here(copied_course, "--force", "--workers", "2")
     assert forced.returncode == 0, forced.stderr[-3000:]
     assert "unchanged" not in forced.stdout
     assert sorted(log_sections(copied_course)[-1]) == ["amy", "bo", "eve-empty"]
-    assert [line for line in forced.stdout.splitlines() if line.startswith("amy ")][0].count(f"{FULL:g}/{FULL:g}") == 1
+    assert student_line(forced.stdout, "bo").count(full) == 1
 
 
 def test_a_kernel_that_cannot_import_attention_lab_stops_the_run_before_the_first_student(tmp_path):
@@ -167,7 +190,7 @@ def test_a_kernel_that_cannot_import_attention_lab_stops_the_run_before_the_firs
         config.write("\nc.SandboxedKernelManager.student_packages = []\n")
     folder = course / "submitted" / "amy" / ASSIGNMENT
     folder.mkdir(parents=True)
-    nbformat.write(fill_release(read(RELEASE_NB), solution_cells(read(SOURCE_NB))), str(folder / NOTEBOOK))
+    nbformat.write(honest_notebook(), str(folder / NOTEBOOK))
     done = grade_here(course)
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
