@@ -131,8 +131,14 @@ def test_the_wall_clock_budget_kills_the_job_leaves_no_rows_and_the_next_student
     assert run_student(course, ASSIGNMENT, "after-slow").graded and total(course, "after-slow") == FULL
 
 
-def test_the_memory_budget_stops_a_job_that_needs_more_and_grades_one_that_fits(course, honest):
-    submit(course, "memory", nbformat.writes(honest))
+def test_the_memory_budget_stops_a_job_that_needs_more_and_grades_one_that_fits_without_its_extra_files(course, honest):
+    """One submission, honest but for two extra files beside the notebook, graded under a memory budget too small and
+    then under one that fits: the job that fits is graded, and the extra files are not copied where Formgrader serves
+    the autograded and feedback folders (one graded job for both claims)."""
+    folder = submit(course, "memory", nbformat.writes(honest))
+    (folder / "page.html").write_text("<script>alert(1)</script>")
+    (folder / "sub").mkdir()
+    (folder / "sub" / ".hidden.svg").write_text("<svg onload=alert(1)>")
     # measured: grading one honest student peaks at ~0.55 GiB of address space; the kernel's own limit is capped
     # at the job's (a budget below the kernel's limit lowers it too)
     configure(course, StudentBudget__memory_bytes=300 * 2**20)
@@ -145,7 +151,12 @@ def test_the_memory_budget_stops_a_job_that_needs_more_and_grades_one_that_fits(
          "(StudentBudget.memory_bytes)")), starved.reason
     assert left_nothing(course, "memory")
     configure(course, StudentBudget__memory_bytes=3 * 2**30, SandboxedKernelManager__memory_limit=2**30)
-    assert run_student(course, ASSIGNMENT, "memory").graded and total(course, "memory") == FULL
+    fits = run_student(course, ASSIGNMENT, "memory")
+    assert fits.graded and total(course, "memory") == FULL
+    assert fits.notes == ["extra files not copied: 'page.html', 'sub/.hidden.svg'"]
+    for output in ("autograded", "feedback"):
+        files = sorted(p.name for p in (course / output / "memory" / ASSIGNMENT).rglob("*") if p.is_file())
+        assert files == [NOTEBOOK if output == "autograded" else NOTEBOOK.replace(".ipynb", ".html")], files
 
 
 def test_an_unsafe_student_id_is_refused_before_grading(course, honest):
@@ -155,15 +166,3 @@ def test_an_unsafe_student_id_is_refused_before_grading(course, honest):
     assert not result.graded
     assert result.reason.startswith("the student id '<img src=x onerror=alert(1)>' is not a safe identifier")
     assert left_nothing(course, student)
-
-
-def test_extra_files_in_a_submission_are_not_copied_where_formgrader_serves_them(course, honest):
-    folder = submit(course, "extras", nbformat.writes(honest))
-    (folder / "page.html").write_text("<script>alert(1)</script>")
-    (folder / "sub").mkdir()
-    (folder / "sub" / ".hidden.svg").write_text("<svg onload=alert(1)>")
-    result = run_student(course, ASSIGNMENT, "extras")
-    assert result.graded and result.notes == ["extra files not copied: 'page.html', 'sub/.hidden.svg'"]
-    for output in ("autograded", "feedback"):
-        files = sorted(p.name for p in (course / output / "extras" / ASSIGNMENT).rglob("*") if p.is_file())
-        assert files == [NOTEBOOK if output == "autograded" else NOTEBOOK.replace(".ipynb", ".html")], files
