@@ -1,5 +1,6 @@
-"""End to end with nbgrader: the example class of every assignment, hostile submissions, `make grade`, and
-the grader report (`make report`).
+"""End to end with nbgrader: the example class of every assignment, hostile submissions, `make grade`'s table and
+CSVs, and the grader report (`make report`). (`make grade` on a course of its own, its re-runs and a re-submission
+that ends its kernel: tests/test_parallel_grading.py, the copied course.)
 
 The class is graded once per session (``graded_class`` in conftest.py), through the configured
 pipeline: sandboxed kernel, probes, comparison outside the kernel. Every test that reads it is in this
@@ -21,9 +22,9 @@ from autograder import assignments
 from autograder.examples import example_class, hostile, report
 from autograder.nbgrader import grading
 from autograder.grader.in_process import grade_variant
-from autograder.nbgrader.notebook_cells import fill_release, read, solution_cells
+from autograder.nbgrader.notebook_cells import read
 from a07_memory_stand_in import memory_stand_in
-from conftest import ASSIGNMENT, NOTEBOOK, RELEASE_NB, REPO, SOURCE_NB
+from conftest import ASSIGNMENT, NOTEBOOK, REPO
 
 NAMES = list(assignments.all_assignments())
 
@@ -247,27 +248,6 @@ def test_an_unfinished_earlier_function_costs_only_its_own_step_under_nbgrader(g
     assert {g for g, (score, points) in lea.steps.items() if score < points} == {"test_softmax", "question_entropy_ceiling"}
     html = (course / "feedback" / "lea-softmax-unfinished" / ASSIGNMENT / NOTEBOOK.replace(".ipynb", ".html")).read_text()
     assert "Graded on its own: softmax, from an earlier step, is wrong or unfinished" in " ".join(html.split())
-
-
-def test_make_grade_grades_a_real_class_without_touching_release(tmp_path, capsys):
-    course = grading.copy_course(REPO, tmp_path / "class", folders=("source", "release"))
-    before = (course / "release" / ASSIGNMENT / NOTEBOOK).read_bytes()
-    target = course / "submitted" / "alice" / ASSIGNMENT
-    target.mkdir(parents=True)
-    nbformat.write(fill_release(read(RELEASE_NB), solution_cells(read(SOURCE_NB))), str(target / NOTEBOOK))
-    assert grading.main(["--course-dir", str(course), ASSIGNMENT]) == 0
-    out = capsys.readouterr().out
-    full = f"{hostile.FULL:g}/{hostile.FULL:g}"
-    assert "alice" in out and full in out
-    assert (course / f"grades-{ASSIGNMENT}.csv").exists()
-    assert (course / "feedback" / "alice" / ASSIGNMENT).is_dir()
-    assert (course / "release" / ASSIGNMENT / NOTEBOOK).read_bytes() == before
-    # Re-grading a submission that now kills its kernel must not report the earlier full marks.
-    answers = {**solution_cells(read(SOURCE_NB)), "causal_mask": "import os\nos._exit(1)"}
-    nbformat.write(fill_release(read(RELEASE_NB), answers), str(target / NOTEBOOK))
-    assert grading.main(["--course-dir", str(course), ASSIGNMENT]) == 0
-    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("alice"))
-    assert full not in row and f"{hostile.BEFORE_MASK:g}/{hostile.FULL:g}" in row
 
 
 def test_table_lines_up_graded_and_ungraded_students():

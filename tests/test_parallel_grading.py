@@ -1,13 +1,15 @@
 """Grading on every core (issue 14 §2), from any course directory (§4b) and past one machine (§5), end to end.
 
 Assignment 1's end-to-end sample is graded twice, in two course directories, on one worker and on two: every
-score, comment, gradebook row and feedback file must be the same. A re-run grades only what changed
-(``gradebook-hashes.json``) unless ``--force``; a course copied outside the checkout is graded from its own
-directory; a course whose sandboxed kernel cannot import ``attention_lab`` stops before the first student.
+score, comment, gradebook row and feedback file must be the same. A course copied outside the checkout is graded
+from its own directory by ``python -m autograder grade`` (``make grade``: release/ untouched, the grades CSV and the
+feedback written); a re-run grades only what changed or was not graded (``gradebook-hashes.json``) unless
+``--force``, and a full-marks student whose new submission ends its kernel is reported with its new marks. A course
+whose sandboxed kernel cannot import ``attention_lab`` stops before the first student.
 Two of the sample (the untouched release and a named mistake) graded by the command line on a Dask cluster (two
 worker processes) into a PostgreSQL gradebook give what the one-worker run gave them; a shipped job grades with
-its course directory gone. The throughput benchmark's smoke run grades the smallest class that tells its two
-graders apart: the correct solution and the untouched release.
+its course directory gone. The throughput benchmark's plain nbgrader grades the smallest class that tells its
+two graders apart, the correct solution and the untouched release, as the two-worker run graded them.
 """
 
 import contextlib
@@ -22,6 +24,7 @@ from unittest import mock
 import nbformat
 import pytest
 
+from autograder.examples import hostile
 from autograder.examples.hostile import FULL  # assignment 1's points, its questions included
 from autograder import assignments
 from autograder.examples import example_class
@@ -100,34 +103,35 @@ def test_the_progress_bar_counts_every_student_with_an_eta_on_stderr(graded_twic
     assert "<00:00" in stderr  # tqdm's [elapsed<remaining]
 
 
-def test_a_rerun_grades_only_the_changed_submission(graded_twice):
-    course, _, before, _ = graded_twice[2]
-    changed = example_class.end_to_end_sample(assignments.get(ASSIGNMENT))[-1]  # a wrong answer, handed in again
-    path = course / "submitted" / changed / ASSIGNMENT / NOTEBOOK
-    nb = read(path)
-    nb.cells.append(nbformat.v4.new_markdown_cell("handed in again"))
-    nbformat.write(nb, str(path))
-    _, after = grading.grade_class(course, ASSIGNMENT, [r.student for r in before], workers=2)
-    assert log_sections(course)[-1] == [changed]
-    assert [r.student for r in after if not r.unchanged] == [changed]
-    for a, b in zip(before, after):
-        assert (a.student, a.steps, a.note, a.named) == (b.student, b.steps, b.note, b.named)
-
-
 @pytest.fixture(scope="module")
 def copied_course(tmp_path_factory):
     """The course copied outside the checkout (config, source, release) with two honest submissions and an empty one."""
     course = grading.copy_course(REPO, tmp_path_factory.mktemp("elsewhere") / "course", folders=("source", "release"))
     assert REPO not in course.parents
-    honest = fill_release(read(RELEASE_NB), solution_cells(read(SOURCE_NB)))
     for student in ("amy", "bo", "eve-empty"):
         folder = course / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
         if student == "eve-empty":
             (folder / NOTEBOOK).write_text("")
         else:
-            nbformat.write(honest, str(folder / NOTEBOOK))
+            nbformat.write(honest_notebook(), str(folder / NOTEBOOK))
     return course
+
+
+@pytest.fixture(scope="module")
+def copied_runs() -> dict[str, subprocess.CompletedProcess]:
+    """The copied course's CLI runs so far, by name: a later test reads an earlier one's table."""
+    return {}
+
+
+def honest_notebook(**answers: str) -> nbformat.NotebookNode:
+    """The release filled in with the source's solutions, and ``answers`` (cell id → source) instead of some."""
+    return fill_release(read(RELEASE_NB), {**solution_cells(read(SOURCE_NB)), **answers})
+
+
+def student_line(stdout: str, student: str) -> str:
+    """The grade table's row of ``student``."""
+    return next(line for line in stdout.splitlines() if line.split()[:1] == [student])
 
 
 def grade_here(course: Path, *args: str) -> subprocess.CompletedProcess:
@@ -137,28 +141,44 @@ def grade_here(course: Path, *args: str) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=1800)
 
 
-def test_a_course_outside_the_checkout_is_graded_from_its_own_directory_and_failures_are_listed(copied_course):
-    done = grade_here(copied_course, "--workers", "2")
+def test_a_course_outside_the_checkout_is_graded_from_its_own_directory_and_failures_are_listed(copied_course,
+                                                                                                 copied_runs):
+    release = files(copied_course / "release")
+    done = copied_runs["first"] = grade_here(copied_course, "--workers", "2")
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith(("amy ", "bo ", "eve-"))}
-    assert f"{FULL:g}/{FULL:g}" in rows["amy"] and f"{FULL:g}/{FULL:g}" in rows["bo"]
+    full = f"{FULL:g}/{FULL:g}"
+    assert full in student_line(done.stdout, "amy") and full in student_line(done.stdout, "bo")
     listed = done.stdout.split("not graded (1):\n", 1)[1].splitlines()[0]
     assert listed.startswith("  eve-empty: ") and "empty file" in listed
     assert (copied_course / "feedback" / "amy" / ASSIGNMENT).is_dir()
+    assert (copied_course / f"grades-{ASSIGNMENT}.csv").is_file()
+    assert files(copied_course / "release") == release  # grading generates into the gradebook, never into release/
 
 
-def test_an_unchanged_class_is_not_graded_again_unless_forced(copied_course):
-    if not (copied_course / "gradebook.db").exists():
+def test_a_re_run_grades_only_what_changed_or_failed_and_no_earlier_full_marks_survive_a_crash(copied_course,
+                                                                                             copied_runs):
+    """Without ``--force`` a re-run grades a changed submission and one not graded before, nothing else, and
+    reports the unchanged one as it was graded; a submission graded full marks that now ends its kernel is reported
+    with what it earns now (what ran before the crash), never with its earlier row; ``--force`` grades every
+    submission again."""
+    if "first" not in copied_runs or not (copied_course / "gradebook.db").exists():
         pytest.skip("needs the graded copy of the test before")
+    crashing = honest_notebook(causal_mask="import os\nos._exit(1)")  # amy hands in again: it ends the kernel
+    nbformat.write(crashing, str(copied_course / "submitted" / "amy" / ASSIGNMENT / NOTEBOOK))
     again = grade_here(copied_course)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "2 submission(s) unchanged since they were graded" in again.stdout
-    assert log_sections(copied_course)[-1] == ["eve-empty"]  # a submission that was not graded is tried again
+    assert "1 submission(s) unchanged since they were graded" in again.stdout  # bo
+    # read back as it was graded (compared cell by cell: the table's column widths follow the other rows)
+    assert student_line(again.stdout, "bo").split() == student_line(copied_runs["first"].stdout, "bo").split()
+    assert sorted(log_sections(copied_course)[-1]) == ["amy", "eve-empty"]  # the changed one and the one not graded
+    full = f"{FULL:g}/{FULL:g}"
+    amy = student_line(again.stdout, "amy")
+    assert full not in amy and f"{hostile.BEFORE_MASK:g}/{FULL:g}" in amy
     forced = grade_here(copied_course, "--force", "--workers", "2")
     assert forced.returncode == 0, forced.stderr[-3000:]
     assert "unchanged" not in forced.stdout
     assert sorted(log_sections(copied_course)[-1]) == ["amy", "bo", "eve-empty"]
-    assert [line for line in forced.stdout.splitlines() if line.startswith("amy ")][0].count(f"{FULL:g}/{FULL:g}") == 1
+    assert student_line(forced.stdout, "bo").count(full) == 1
 
 
 def test_a_kernel_that_cannot_import_attention_lab_stops_the_run_before_the_first_student(tmp_path):
@@ -167,7 +187,7 @@ def test_a_kernel_that_cannot_import_attention_lab_stops_the_run_before_the_firs
         config.write("\nc.SandboxedKernelManager.student_packages = []\n")
     folder = course / "submitted" / "amy" / ASSIGNMENT
     folder.mkdir(parents=True)
-    nbformat.write(fill_release(read(RELEASE_NB), solution_cells(read(SOURCE_NB))), str(folder / NOTEBOOK))
+    nbformat.write(honest_notebook(), str(folder / NOTEBOOK))
     done = grade_here(course)
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
@@ -178,19 +198,28 @@ def test_a_kernel_that_cannot_import_attention_lab_stops_the_run_before_the_firs
     assert not (course / "gradebook.db").exists() and not (course / "autograded").exists()
 
 
-def test_the_throughput_benchmark_smoke_run_gives_plain_nbgrader_s_scores_on_two_workers():
+def test_the_throughput_benchmark_s_plain_nbgrader_gives_the_scores_of_two_workers(graded_twice, tmp_path):
+    """The benchmark's smoke run, its own half: plain nbgrader (``grading_throughput.plain_nbgrader``) on the
+    benchmark's class of two against the two-worker run above, which graded the same two notebooks. The other half,
+    ``grade --workers 2 --force`` on the command line, is the copied course's forced run below; running it here too
+    cost a third ``grade_class`` of these students (its fixed cost: an interpreter, generate_assignment, the
+    preflight kernel)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     import grading_throughput
 
     # the smallest class that checks the claim: the correct solution and the untouched release (full marks and
-    # none: a class of equal full marks would prove nothing), graded by plain nbgrader and on both workers
-    row = grading_throughput.measure(2)  # scores only: the suite never asserts timings
-    assert len(row.grade.scores) == 2 and all(steps is not None for steps in row.grade.scores.values())
-    assert row.grade.scores == row.nbgrader.scores and row.same_scores
-    totals = {student: sum(score for score, _ in steps.values()) for student, steps in row.grade.scores.items()}
-    assert totals["ada-correct-1"] == sum(m for _, m in row.grade.scores["ada-correct-1"].values())
-    assert totals["ben-untouched-1"] == 0
-
+    # none: a class of equal full marks would prove nothing)
+    course = tmp_path / "nbgrader"
+    students = grading_throughput.build_class(course, 2)
+    assert students == [f"{example_class.CORRECT_STUDENT}-1", f"{example_class.UNTOUCHED}-1"]
+    plain = grading_throughput.plain_nbgrader(course, students)  # scores only: the suite never asserts timings
+    two_workers = {r.student: r.steps for r in graded_twice[2][2]}
+    ours = grading_throughput.Run(0.0, 0, scores={s: two_workers[s.removesuffix("-1")] for s in students})
+    row = grading_throughput.Row(len(students), plain, ours)
+    assert all(steps is not None for steps in plain.scores.values()) and row.same_scores
+    totals = {student: sum(score for score, _ in steps.values()) for student, steps in plain.scores.items()}
+    assert totals[students[0]] == sum(m for _, m in plain.scores[students[0]].values()) > 0
+    assert totals[students[1]] == 0
 
 
 #: A Dask LocalCluster of two worker processes (one thread each, as the README sizes them), in its own process so

@@ -71,40 +71,32 @@ def total(course, student) -> float:
     return rows[0].total
 
 
-def test_file_size_just_over_is_refused_and_just_under_is_graded(course, honest):
-    size = len(nbformat.writes(honest).encode()) + 1000
-    configure(course, SubmissionLimits__max_notebook_bytes=size)
-    submit(course, "size-under", payloads.padded_to(honest, size))
-    submit(course, "size-over", payloads.padded_to(honest, size + 1))
-    over = run_student(course, ASSIGNMENT, "size-over")
-    assert not over.graded and over.reason == (
+def test_file_size_cells_and_outputs_just_over_are_refused_and_just_under_is_graded(course, honest):
+    """Each of the three limits set to exactly what one notebook holds: that notebook is graded (one job for the
+    three limits: it is just under each at once); one byte, one cell or one output more, the others still at their
+    limit, is refused with that limit named, and leaves nothing."""
+    def notebook(extra_cells: int, outputs: int):
+        return payloads.many_outputs(payloads.many_markdown_cells(nbformat.from_dict(honest), extra_cells), outputs)
+
+    under = notebook(1, 50)
+    cells = len(under.cells)
+    size = len(nbformat.writes(under).encode()) + 1000  # room for one more cell or output, padded back to the limit
+    configure(course, SubmissionLimits__max_notebook_bytes=size, SubmissionLimits__max_cells=cells,
+              SubmissionLimits__max_outputs=50)
+    submit(course, "under", payloads.padded_to(under, size))
+    submit(course, "size-over", payloads.padded_to(under, size + 1))
+    submit(course, "cells-over", payloads.padded_to(notebook(2, 50), size))
+    submit(course, "outputs-over", payloads.padded_to(notebook(1, 51), size))
+    refused = {student: run_student(course, ASSIGNMENT, student) for student in ("size-over", "cells-over", "outputs-over")}
+    assert [result.graded for result in refused.values()] == [False] * 3
+    assert refused["size-over"].reason == (
         f"{NOTEBOOK} is over the file-size limit: {(size + 1) / 1024:.1f} KiB ({size + 1} bytes), "
         f"limit {size / 1024:.1f} KiB (SubmissionLimits.max_notebook_bytes)")
-    assert left_nothing(course, "size-over")
-    assert run_student(course, ASSIGNMENT, "size-under").graded
-    assert total(course, "size-under") == FULL
-
-
-def test_cells_just_over_are_refused_and_just_under_graded(course, honest):
-    limit = len(honest.cells) + 1
-    configure(course, SubmissionLimits__max_cells=limit)
-    submit(course, "cells-under", nbformat.writes(payloads.many_markdown_cells(nbformat.from_dict(honest), 1)))
-    submit(course, "cells-over", nbformat.writes(payloads.many_markdown_cells(nbformat.from_dict(honest), 2)))
-    over = run_student(course, ASSIGNMENT, "cells-over")
-    assert not over.graded and over.reason == (f"{NOTEBOOK} is over the cell limit: {limit + 1} cells, limit {limit} "
-                                               "(SubmissionLimits.max_cells)")
-    assert left_nothing(course, "cells-over")
-    assert run_student(course, ASSIGNMENT, "cells-under").graded and total(course, "cells-under") == FULL
-
-
-def test_outputs_just_over_are_refused_and_just_under_graded(course, honest):
-    configure(course, SubmissionLimits__max_outputs=50)
-    submit(course, "outputs-under", nbformat.writes(payloads.many_outputs(nbformat.from_dict(honest), 50)))
-    submit(course, "outputs-over", nbformat.writes(payloads.many_outputs(nbformat.from_dict(honest), 51)))
-    over = run_student(course, ASSIGNMENT, "outputs-over")
-    assert not over.graded and "over the output limit: 51 outputs, limit 50 (SubmissionLimits.max_outputs)" in over.reason
-    assert left_nothing(course, "outputs-over")
-    assert run_student(course, ASSIGNMENT, "outputs-under").graded and total(course, "outputs-under") == FULL
+    assert refused["cells-over"].reason == (f"{NOTEBOOK} is over the cell limit: {cells + 1} cells, limit {cells} "
+                                            "(SubmissionLimits.max_cells)")
+    assert "over the output limit: 51 outputs, limit 50 (SubmissionLimits.max_outputs)" in refused["outputs-over"].reason
+    assert all(left_nothing(course, student) for student in refused)
+    assert run_student(course, ASSIGNMENT, "under").graded and total(course, "under") == FULL
 
 
 def test_the_300000_cell_notebook_is_refused_before_it_is_read(course, honest, monkeypatch):
@@ -139,8 +131,14 @@ def test_the_wall_clock_budget_kills_the_job_leaves_no_rows_and_the_next_student
     assert run_student(course, ASSIGNMENT, "after-slow").graded and total(course, "after-slow") == FULL
 
 
-def test_the_memory_budget_stops_a_job_that_needs_more_and_grades_one_that_fits(course, honest):
-    submit(course, "memory", nbformat.writes(honest))
+def test_the_memory_budget_stops_a_job_that_needs_more_and_grades_one_that_fits_without_its_extra_files(course, honest):
+    """One submission, honest but for two extra files beside the notebook, graded under a memory budget too small and
+    then under one that fits: the job that fits is graded, and the extra files are not copied where Formgrader serves
+    the autograded and feedback folders (one graded job for both claims)."""
+    folder = submit(course, "memory", nbformat.writes(honest))
+    (folder / "page.html").write_text("<script>alert(1)</script>")
+    (folder / "sub").mkdir()
+    (folder / "sub" / ".hidden.svg").write_text("<svg onload=alert(1)>")
     # measured: grading one honest student peaks at ~0.55 GiB of address space; the kernel's own limit is capped
     # at the job's (a budget below the kernel's limit lowers it too)
     configure(course, StudentBudget__memory_bytes=300 * 2**20)
@@ -153,7 +151,12 @@ def test_the_memory_budget_stops_a_job_that_needs_more_and_grades_one_that_fits(
          "(StudentBudget.memory_bytes)")), starved.reason
     assert left_nothing(course, "memory")
     configure(course, StudentBudget__memory_bytes=3 * 2**30, SandboxedKernelManager__memory_limit=2**30)
-    assert run_student(course, ASSIGNMENT, "memory").graded and total(course, "memory") == FULL
+    fits = run_student(course, ASSIGNMENT, "memory")
+    assert fits.graded and total(course, "memory") == FULL
+    assert fits.notes == ["extra files not copied: 'page.html', 'sub/.hidden.svg'"]
+    for output in ("autograded", "feedback"):
+        files = sorted(p.name for p in (course / output / "memory" / ASSIGNMENT).rglob("*") if p.is_file())
+        assert files == [NOTEBOOK if output == "autograded" else NOTEBOOK.replace(".ipynb", ".html")], files
 
 
 def test_an_unsafe_student_id_is_refused_before_grading(course, honest):
@@ -163,15 +166,3 @@ def test_an_unsafe_student_id_is_refused_before_grading(course, honest):
     assert not result.graded
     assert result.reason.startswith("the student id '<img src=x onerror=alert(1)>' is not a safe identifier")
     assert left_nothing(course, student)
-
-
-def test_extra_files_in_a_submission_are_not_copied_where_formgrader_serves_them(course, honest):
-    folder = submit(course, "extras", nbformat.writes(honest))
-    (folder / "page.html").write_text("<script>alert(1)</script>")
-    (folder / "sub").mkdir()
-    (folder / "sub" / ".hidden.svg").write_text("<svg onload=alert(1)>")
-    result = run_student(course, ASSIGNMENT, "extras")
-    assert result.graded and result.notes == ["extra files not copied: 'page.html', 'sub/.hidden.svg'"]
-    for output in ("autograded", "feedback"):
-        files = sorted(p.name for p in (course / output / "extras" / ASSIGNMENT).rglob("*") if p.is_file())
-        assert files == [NOTEBOOK if output == "autograded" else NOTEBOOK.replace(".ipynb", ".html")], files
