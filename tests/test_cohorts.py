@@ -219,8 +219,9 @@ def test_generate_runs_nbgrader_in_this_process_and_leaves_the_caller_s_log_outp
     before = {"PATH": os.environ["PATH"], "cwd": os.getcwd(), "traitlets level": shared_log.level}
 
     generate(course, ASSIGNMENT)
-    assert [Path(str(command[0])).name for command in commands] == ["alembic"], (
-        "one subprocess: nbgrader's `alembic heads` for the new gradebook, no `python -m nbgrader`")
+    # nbgrader's `alembic heads` runs for the first new gradebook of this process only (gradebook_copy.new_gradebook)
+    assert [Path(str(command[0])).name for command in commands] in ([], ["alembic"]), (
+        "no `python -m nbgrader`: at most nbgrader's `alembic heads`, for a new gradebook")
     assert tree_bytes(course / "release") == {f"{ASSIGNMENT}/{name}": data for name, data in
                                               tree_bytes(REPO / "release" / ASSIGNMENT).items()}, "as committed"
     with Gradebook(sqlite_url(course / "gradebook.db"), course_id=COURSE_ID) as gradebook:

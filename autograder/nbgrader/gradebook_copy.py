@@ -22,17 +22,24 @@ the student's own (:func:`student_data`), read and written through the public Gr
 :class:`JobGradebooks` picks the one way or the other. The rows a job wrote travel as plain data
 (:func:`submission_data`, :func:`write_submission`), so that a job may also run on another machine
 (:mod:`autograder.nbgrader.dask_executor`).
+
+A new gradebook costs nbgrader a run of ``alembic heads`` (a subprocess, 2-3 s of CPU): :func:`new_gradebook`
+pays it once per process and schema, and writes later new gradebooks from that first empty one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import sqlite3
+import tempfile
 import warnings
 from pathlib import Path
 
+import nbgrader
 from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.dbutil import ALEMBIC_DIR
 from sqlalchemy.exc import SAWarning
 
 from autograder.course import COURSE_ID
@@ -46,6 +53,64 @@ STUDENT_FIELDS = ("first_name", "last_name", "email", "lms_user_id")
 def sqlite_url(path: Path) -> str:
     """nbgrader's ``db_url`` for the SQLite file at ``path``."""
     return f"sqlite:///{Path(path).resolve()}"
+
+
+#: (course id, :func:`schema_key`) → the bytes of an empty SQLite gradebook nbgrader made for them.
+_empty_gradebooks: dict[tuple, bytes] = {}
+
+
+def schema_key() -> tuple:
+    """What an empty gradebook's content depends on besides its course id.
+
+    nbgrader's tables come from its models (imported once per process: its version) and the row of
+    ``alembic_version`` from ``alembic heads`` over the migration scripts in ``nbgrader/alembic/versions``
+    (read from disk by each run: their names, sizes and modification times).
+
+    Returns
+    -------
+    tuple
+        nbgrader's version and the migration scripts' (name, size, mtime_ns), sorted.
+    """
+    versions = Path(ALEMBIC_DIR) / "versions"
+    scripts = tuple(sorted((entry.name, entry.stat().st_size, entry.stat().st_mtime_ns)
+                           for entry in os.scandir(versions) if entry.name.endswith(".py")))
+    return nbgrader.__version__, scripts
+
+
+def new_gradebook(target: Path, course_id: str = COURSE_ID) -> Path:
+    """Make ``target`` an empty SQLite gradebook of ``course_id``, the file nbgrader's ``Gradebook`` makes.
+
+    The first call per course id and :func:`schema_key` lets nbgrader make it (``Gradebook(url)``: tables,
+    ``alembic_version`` from a run of ``alembic heads``, the course's row) and keeps its bytes; later calls
+    write those bytes. ``Gradebook`` then finds a database with tables and runs no ``alembic``.
+
+    Parameters
+    ----------
+    target : Path
+        The file to create or replace.
+    course_id : str
+        nbgrader's course id (``c.CourseDirectory.course_id``), the one row of the ``course`` table.
+
+    Returns
+    -------
+    Path
+        ``target``.
+
+    Raises
+    ------
+    subprocess.CalledProcessError
+        When nbgrader's ``alembic heads`` fails (on the first call for a key).
+    """
+    key = (course_id, schema_key())
+    if key not in _empty_gradebooks:
+        with tempfile.TemporaryDirectory(prefix="attention-lab-empty-gradebook-") as scratch:
+            made = Path(scratch) / "gradebook.db"
+            with Gradebook(sqlite_url(made), course_id=course_id):
+                pass
+            _empty_gradebooks[key] = made.read_bytes()
+    Path(target).unlink(missing_ok=True)
+    Path(target).write_bytes(_empty_gradebooks[key])
+    return Path(target)
 
 
 def snapshot(gradebook: Path, target: Path) -> Path:
@@ -243,15 +308,15 @@ def student_data(db_url: str, assignment: str, student: str) -> dict | None:
 def seed_assignment(target: Path, assignment: dict) -> Path:
     """Make ``target`` a new SQLite gradebook holding one assignment's rows (:func:`assignment_data`), no student.
 
-    A new gradebook costs nbgrader a run of ``alembic`` (seconds), so a class's jobs copy one such file and add
-    their student to the copy (:func:`add_student_rows`).
+    Made once per class (:func:`new_gradebook`, then the rows); the class's jobs copy it and add their student
+    to the copy (:func:`add_student_rows`).
 
     Returns
     -------
     Path
         ``target``.
     """
-    Path(target).unlink(missing_ok=True)
+    new_gradebook(target)
     with Gradebook(sqlite_url(target), course_id=COURSE_ID) as gradebook:
         gradebook.update_or_create_assignment(assignment["name"], duedate=assignment["duedate"])
         name = assignment["name"]

@@ -67,6 +67,11 @@ def class_gradebook_file(course_dir: Path) -> Path | None:
     return None if "db_url" in config.get("CourseDirectory", {}) else Path(course_dir) / "gradebook.db"
 
 
+def _course_id(course_dir: Path) -> str:
+    """nbgrader's course id in ``course_dir`` (``c.CourseDirectory.course_id``), the row a new gradebook holds."""
+    return CourseDirectory(config=course_config(course_dir)).course_id
+
+
 def _db_url(course_dir: Path) -> str:
     config = course_config(course_dir)
     config.CourseDirectory.root = str(course_dir)
@@ -294,6 +299,8 @@ def generate(course_dir: Path, assignment: str, release_dir: Path | None = None,
         scratch_db = work / "gradebook.db"
         if gradebook is not None and gradebook.exists():
             gradebook_copy.snapshot(gradebook, scratch_db)
+        elif gradebook is not None:  # the file nbgrader would make, without its run of `alembic heads` each time
+            gradebook_copy.new_gradebook(scratch_db, _course_id(course_dir))
         done = run_generate_assignment(
             course_dir, assignment, release_dir=work / "release", source_dir=source_dir,
             db_url=None if gradebook is None else gradebook_copy.sqlite_url(scratch_db))

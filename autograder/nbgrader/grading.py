@@ -481,18 +481,11 @@ def _warm_jobs(course_dir: Path, assignment: str) -> None:
                       f"{type(error).__name__}: {error}\n")
 
 
-_kernels_checked: set[tuple[Path, str]] = set()
-
-
 def _require_probe_kernel(course_dir: Path) -> None:
-    """:func:`autograder.nbgrader.preflight.require_probe_kernel`, once per course configuration and process."""
+    """:func:`autograder.nbgrader.preflight.require_probe_kernel_once`: once per kernel configuration and process."""
     from autograder.nbgrader import preflight
 
-    config = course_dir / "nbgrader_config.py"
-    key = (course_dir, config.read_text() if config.exists() else "")
-    if key not in _kernels_checked:
-        preflight.require_probe_kernel(course_dir)
-        _kernels_checked.add(key)
+    preflight.require_probe_kernel_once(course_dir)
 
 
 def already_loaded(course_dir: Path, assignment: str, record, grader: str) -> bool:

@@ -5,14 +5,20 @@ zero with status "ok": every probe cell fails the same way, which looks like a c
 :func:`kernel_problem` runs one cell that imports them in a kernel started exactly as grading starts it (the
 course's ``nbgrader_config.py``: :class:`~autograder.sandbox.SandboxedExecute` and its kernel settings),
 and says in one line why it cannot, so that the run stops before the first student.
+
+A check that passed is not run again in this process for a kernel configured the same way
+(:func:`require_probe_kernel_once`, keyed on :func:`preflight_key`: everything that can make it fail).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import multiprocessing
 import os
 import signal
+import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -117,3 +123,92 @@ def require_probe_kernel(course_dir: Path) -> None:
                              "`make install` or `pip install -e <checkout>` in the Python that runs the grader, and "
                              "check c.SandboxedKernelManager in nbgrader_config.py)")
 
+
+
+#: :func:`preflight_key` of every check that passed in this process.
+_passed: set[tuple] = set()
+
+
+def _tree_digest(path: Path) -> str:
+    """SHA-256 of a package's files (relative paths and bytes; ``__pycache__`` left out, as the sandbox's copy)."""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(
+        p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    for file in files:
+        digest.update(str(file.relative_to(path.parent)).encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def preflight_key(course_dir: Path) -> tuple:
+    """Everything the outcome of :func:`kernel_problem` in ``course_dir`` depends on.
+
+    The check starts the course's kernel and imports the probes' modules. What can make it fail, and so
+    is in the key: the course's ``nbgrader_config.py`` (its text, the executor of its pipeline and the
+    kernel manager's resolved settings: limits, what is bound, hidden and copied), the kernel's interpreter
+    and its image (the image's path names the fingerprint of its installed packages,
+    :mod:`autograder.sandbox.image`), the content of each student package (copied afresh into every kernel),
+    the bound directories that hold the course directory (a sandbox that would show the course refuses to
+    start) and the masked copies of hidden packages, and the environment the kernel is started from (PATH,
+    where ``bwrap`` is found; nbgrader's variables; the temporary directory). The course directory's own
+    path is not: two courses configured alike start the same kernel.
+
+    Parameters
+    ----------
+    course_dir : Path
+        The course root.
+
+    Returns
+    -------
+    tuple
+        Hashable; equal keys mean the same check.
+
+    Raises
+    ------
+    Exception
+        Whatever loading the configuration or finding the kernel's Python raises (then the check must run).
+    """
+    from autograder.nbgrader.grading import course_config, nbgrader_environment
+    from autograder.sandbox import SandboxedExecute
+    from autograder.sandbox.mounts import bound_roots, hidden_copies, kernel_image, package_dir, within
+
+    course_dir = Path(course_dir).resolve()
+    config_file = course_dir / "nbgrader_config.py"
+    config = course_config(course_dir)
+    pipeline = config.Autograde.get("autograde_preprocessors", [])
+    executor_class = next((p for p in pipeline if isinstance(p, type) and issubclass(p, SandboxedExecute)),
+                          SandboxedExecute)
+    manager = executor_class(config=config).kernel_manager_class(config=config)
+    settings = manager.sandbox_settings()
+    roots = bound_roots(manager, manager.python)
+    packages = tuple((name, str(path), _tree_digest(path)) for name, path in
+                     ((name, package_dir(name)) for name in manager.student_packages) if path is not None)
+    environment = nbgrader_environment()
+    return (config_file.read_text() if config_file.exists() else "",
+            f"{executor_class.__module__}.{executor_class.__qualname__}",
+            f"{type(manager).__module__}.{type(manager).__qualname__}", repr(sorted(settings.items())),
+            manager.python, sys.executable, kernel_image(manager, manager.python), packages,
+            tuple(str(r) for r in roots if r == Path("/") or within(course_dir, [r])),
+            tuple(str(c) for name in manager.hidden_packages for c in hidden_copies(name, roots)),
+            tuple(environment.get(name) for name in ("PATH", "NBGRADER_EXECUTION", "NBGRADER_VALIDATING")),
+            tempfile.gettempdir())
+
+
+def require_probe_kernel_once(course_dir: Path) -> None:
+    """:func:`require_probe_kernel`, skipped when a check with the same :func:`preflight_key` passed in this process.
+
+    A check that failed is not remembered: the next call checks again.
+
+    Raises
+    ------
+    GradingStopped
+        As :func:`require_probe_kernel`.
+    """
+    try:
+        key = preflight_key(course_dir)
+    except Exception:  # noqa: BLE001 — no key, no shortcut: the check itself says what is wrong
+        key = None
+    if key is not None and key in _passed:
+        return
+    require_probe_kernel(course_dir)
+    if key is not None:
+        _passed.add(key)
