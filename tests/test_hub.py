@@ -181,10 +181,12 @@ def nbgrader_menu(page) -> list[str]:
     menu = page.locator(".lm-Menu").last
     expect(menu).to_be_visible()
     labels = [label.strip() for label in menu.locator(".lm-Menu-item:visible .lm-Menu-itemLabel").all_inner_texts()]
-    page.keyboard.press("Escape")
+    # Escape on the menu itself (focused first), not wherever the keyboard's focus happens to be: on a busy machine
+    # the menu may not have taken the focus yet, and an Escape sent to the page then closes nothing
+    menu.press("Escape")
     # Lumino detaches a closed menu on its next animation frame: a click on the menu bar before that lands on the
     # menu still open and closes it, so the next "open the Nbgrader menu" would open nothing
-    expect(page.locator(".lm-Menu:visible")).to_have_count(0)
+    expect(page.locator(".lm-Menu:visible")).to_have_count(0, timeout=WAIT)
     return [label for label in labels if label]
 
 

@@ -209,3 +209,22 @@ def test_collect_copy_never_follows_links_and_keeps_nbgrader_limits(tmp_path):
             copy_without_links(fd, str(src), tmp_path / "out2", lambda d, names: [], [100], log)
     finally:
         os.close(fd)
+
+
+def test_an_environment_is_up_to_date_only_while_its_constraints_requirements_and_inputs_are_unchanged(tmp_path,
+                                                                                                      monkeypatch):
+    from autograder.hub import envs
+
+    spec = envs.EnvSpec(tmp_path / "env", ("-e", "/course"), ("pyproject 1",))
+    spec.target.mkdir()
+    assert not spec.up_to_date("numpy==2.4.6\n")  # never built
+    spec.stamp_file.write_text(spec.stamp("numpy==2.4.6\n"))
+    assert spec.up_to_date("numpy==2.4.6\n")
+    assert not spec.up_to_date("numpy==2.4.7\n")  # another version of a pinned package
+    assert not envs.EnvSpec(spec.target, ("jupyterhub", "/course"), spec.stamp_inputs).up_to_date("numpy==2.4.6\n")
+    assert not envs.EnvSpec(spec.target, spec.requirements, ("pyproject 2",)).up_to_date("numpy==2.4.6\n")
+    # up to date: nothing is removed, downloaded or installed
+    monkeypatch.setattr(envs, "pinned_versions", lambda: "numpy==2.4.6\n")
+    monkeypatch.setattr(envs, "_run", lambda *args: pytest.fail(f"ran {args}"))
+    assert envs.build_envs([spec]) == [False]
+    assert spec.stamp_file.exists()

@@ -55,12 +55,11 @@ import shutil
 import socket
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.course import COURSE_ID, REPO
-from autograder.hub.envs import build_instructor_env, build_student_env, render
+from autograder.hub.envs import build_user_envs, render
 from autograder.hub.users import (NOBODY, SYSTEM_PATH, UMASK, HubError, create_user, end_processes, remove_user,
                                   run_as)
 
@@ -220,10 +219,7 @@ def setup(root: Path, instructor: str, students: list[str], roster: Path | None 
             users["created"].append(name)
             log(f"created Unix user {name}")
     write_private(layout.users_file, json.dumps(users, indent=2))
-    with ThreadPoolExecutor(max_workers=2) as pool:  # two pip runs side by side: set-up's slow part
-        for build in [pool.submit(build_student_env, layout.student_env, layout.exchange, log),
-                      pool.submit(build_instructor_env, layout.instructor_env, log)]:
-            build.result()
+    build_user_envs(layout.student_env, layout.instructor_env, layout.exchange, log)
     prepare_course(layout, instructor)
     add_students_to_gradebook(layout, instructor, students, roster)
     passwords = load_json(layout.state / "passwords.json", None) or {

@@ -1,8 +1,9 @@
 """The hub users' Python environments (`autograder.hub`): the students' and the instructor's.
 
 Both are venvs on an interpreter every user can run, filled by this
-environment's pip with this environment's versions of the Jupyter stack, and
-rebuilt only when what they are built from changes. The students' holds the
+environment's pip with this environment's versions of the Jupyter stack (from
+one download of the wheels both need), and rebuilt only when what they are
+built from changes. The students' holds the
 student edition (no grader, no solutions) with Formgrader, Create Assignment
 and the Course List switched off; the instructor's holds this repository.
 """
@@ -15,6 +16,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
@@ -25,9 +28,12 @@ from autograder.course import REPO
 
 TEMPLATES = REPO / "hub" / "templates"
 #: Packages whose versions the users' environments take from this one: the hub and its single-user
-#: servers, the Jupyter stack the exchange and Formgrader run on, and what grading computes with.
+#: servers, the Jupyter stack the exchange and Formgrader run on, and what grading computes with; and
+#: jsonschema, which pyproject.toml keeps below 4.25 (from 4.25 on, its format-nongpl extra, which
+#: jupyter-events asks for, builds a Lark grammar on import: 2-3 s CPU in every process importing nbformat,
+#: each user's server and nbgrader command; the student edition itself does not bound it).
 PINNED = ("jupyterhub", "jupyterlab", "jupyter-server", "jupyter-client", "notebook", "nbgrader", "nbconvert",
-          "nbformat", "nbclient", "ipykernel", "ipywidgets", "numpy", "matplotlib")
+          "nbformat", "nbclient", "ipykernel", "ipywidgets", "numpy", "matplotlib", "jsonschema")
 #: JupyterLab plugins and server extensions that students do not get (Assignment List and Validate stay).
 STUDENT_DISABLED_LABEXTENSIONS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
                                   "@jupyter/nbgrader:course-list")
@@ -77,13 +83,48 @@ def pinned_versions() -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_env(target: Path, requirements: list[str], stamp_inputs: list[str], log=print) -> bool:
-    """Make a venv at ``target`` with ``requirements`` at this environment's versions; False if it was up to date.
+#: Builds the local projects (this repository, the student edition) in pip's build environment, which, offline,
+#: takes it from the wheelhouse too: pyproject.toml's (and the edition's) build-system requirement.
+BUILD_REQUIREMENT = "setuptools>=77"
 
-    The venv is built on :func:`shared_interpreter` and filled by this
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """One environment to build: its folder, what pip installs in it, and what else its stamp is made of."""
+
+    target: Path
+    requirements: tuple[str, ...]
+    stamp_inputs: tuple[str, ...] = ()
+
+    def stamp(self, freeze: str) -> str:
+        """Key of the built environment: the constraints, the requirements and the stamp inputs (hashed)."""
+        return hashlib.sha256("\0".join([freeze, *self.requirements, *self.stamp_inputs]).encode()).hexdigest()
+
+    @property
+    def stamp_file(self) -> Path:
+        return self.target / ".attention-lab-stamp"
+
+    def up_to_date(self, freeze: str) -> bool:
+        return self.stamp_file.exists() and self.stamp_file.read_text() == self.stamp(freeze)
+
+
+def _run(step: list[str], what: Path, cwd: Path) -> None:
+    done = subprocess.run(step, capture_output=True, text=True, cwd=cwd)
+    if done.returncode != 0:
+        raise HubError(f"building {what} failed at `{' '.join(step)}`:\n{(done.stdout + done.stderr)[-4000:]}")
+
+
+def build_envs(specs: list[EnvSpec], log=print) -> list[bool]:
+    """Make a venv for each spec not up to date, at this environment's versions; which were built (in order).
+
+    Each venv is built on :func:`shared_interpreter` and filled by this
     environment's pip (``pip --python``) with :func:`pinned_versions` as
     constraints, so every server runs the hub's versions of the Jupyter stack.
-    It is rebuilt only when the constraints or ``stamp_inputs`` change.
+    One is rebuilt only when its stamp (:meth:`EnvSpec.stamp`: the constraints,
+    its requirements and its stamp inputs) changed. The environments share most
+    of their packages, so pip downloads the wheels of all of them once (resolved
+    together, for the shared interpreter) into a temporary wheelhouse, and each
+    venv is then filled from that folder alone (``--no-index``), side by side.
 
     Raises
     ------
@@ -91,23 +132,34 @@ def build_env(target: Path, requirements: list[str], stamp_inputs: list[str], lo
         If pip fails.
     """
     freeze = pinned_versions()
-    stamp = hashlib.sha256("\0".join([freeze, *requirements, *stamp_inputs]).encode()).hexdigest()
-    stamp_file = target / ".attention-lab-stamp"
-    if stamp_file.exists() and stamp_file.read_text() == stamp:
-        return False
-    log(f"building {target} (pip, a minute or two) ...")
-    shutil.rmtree(target, ignore_errors=True)
+    todo = [spec for spec in specs if not spec.up_to_date(freeze)]
+    if not todo:
+        return [False] * len(specs)
+    for spec in todo:
+        log(f"building {spec.target} (pip, a minute or two) ...")
+        shutil.rmtree(spec.target, ignore_errors=True)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     with tempfile.TemporaryDirectory(prefix="attention-lab-env-") as scratch:
-        constraints = Path(scratch) / "constraints.txt"
+        scratch = Path(scratch)
+        constraints, wheelhouse = scratch / "constraints.txt", scratch / "wheels"
         constraints.write_text(freeze)
-        for step in ([str(shared_interpreter()), "-m", "venv", "--without-pip", str(target)],
-                     [sys.executable, "-m", "pip", "--python", str(target / "bin" / "python"), "install", "--quiet",
-                      "--disable-pip-version-check", "-c", str(constraints), *requirements]):
-            done = subprocess.run(step, capture_output=True, text=True, cwd=scratch)
-            if done.returncode != 0:
-                raise HubError(f"building {target} failed at `{' '.join(step)}`:\n{(done.stdout + done.stderr)[-4000:]}")
-    stamp_file.write_text(stamp)
-    return True
+        for spec in todo:
+            _run([str(shared_interpreter()), "-m", "venv", "--without-pip", str(spec.target)], spec.target, scratch)
+        # resolved and downloaded for the shared interpreter (`--python` of one of the new venvs): its patch
+        # release may be older than this one, and some packages' newest versions need a newer one
+        everything = list(dict.fromkeys(r for spec in todo for r in spec.requirements if r != "-e"))
+        _run([*pip, "--python", str(todo[0].target / "bin" / "python"), "download", "--quiet", "-c", str(constraints),
+              "-d", str(wheelhouse), *everything, BUILD_REQUIREMENT], todo[0].target, scratch)
+
+        def fill(spec: EnvSpec) -> None:
+            _run([*pip, "--python", str(spec.target / "bin" / "python"), "install", "--quiet", "--no-index",
+                  "--find-links", str(wheelhouse), "-c", str(constraints), *spec.requirements], spec.target, scratch)
+            spec.stamp_file.write_text(spec.stamp(freeze))
+
+        with ThreadPoolExecutor(max_workers=2) as pool:  # unpacking and byte-compiling: set-up's slow part
+            for done in [pool.submit(fill, spec) for spec in todo]:
+                done.result()
+    return [spec in todo for spec in specs]
 
 
 def jupyter(env: Path, *args: str) -> None:
@@ -117,28 +169,56 @@ def jupyter(env: Path, *args: str) -> None:
         raise HubError(f"`jupyter {' '.join(args)}` in {env} failed:\n{(done.stdout + done.stderr)[-4000:]}")
 
 
-def build_student_env(env: Path, exchange: Path, log=print) -> None:
-    """Make ``student-env/``: the student edition, JupyterHub's single-user server, JupyterLab and nbgrader.
+def student_edition(scratch: Path) -> tuple[Path, str]:
+    """The student edition built in ``scratch``, and a digest of its files (its environment's stamp input)."""
+    edition = student_build.build(scratch / "edition")
+    digest = hashlib.sha256()
+    for path in sorted(p for p in edition.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(edition)).encode() + path.read_bytes())
+    return edition, digest.hexdigest()
 
-    Nothing of ``autograder`` or ``source/`` is in it (the student edition's build
-    refuses them). Formgrader, Create Assignment and the Course List are disabled
-    for everyone using it with JupyterLab's and Jupyter Server's own commands
-    (``--sys-prefix`` level, owned by root); the exchange is configured in its
-    ``etc/jupyter/nbgrader_config.py``.
+
+def build_user_envs(student_env: Path, instructor_env: Path, exchange: Path, log=print) -> None:
+    """Make ``student-env/`` and ``instructor-env/`` (:func:`build_envs`), then configure the students' one.
+
+    ``student-env/``: the student edition, JupyterHub's single-user server,
+    JupyterLab and nbgrader. Nothing of ``autograder`` or ``source/`` is in it
+    (the student edition's build refuses them). Formgrader, Create Assignment and
+    the Course List are disabled for everyone using it with JupyterLab's and
+    Jupyter Server's own commands (``--sys-prefix`` level, owned by root); the
+    exchange is configured in its ``etc/jupyter/nbgrader_config.py``.
+
+    ``instructor-env/``: this repository installed editable (grader, Formgrader,
+    Create Assignment). A venv of its own because this one's interpreter may be
+    unreadable for the instructor's Unix user; it imports ``autograder`` from the
+    repository, so grading always runs the checked-out grader.
 
     Raises
     ------
     HubError
         If pip or one of the configuration commands fails.
     """
-    config = render("student_nbgrader_config.py", course_id=COURSE_ID, exchange=str(exchange))
     with tempfile.TemporaryDirectory(prefix="attention-lab-student-") as scratch:
-        edition = student_build.build(Path(scratch) / "edition")
-        digest = hashlib.sha256()
-        for path in sorted(p for p in edition.rglob("*") if p.is_file()):
-            digest.update(str(path.relative_to(edition)).encode() + path.read_bytes())
-        build_env(env, ["jupyterhub", str(edition)], [digest.hexdigest()], log=log)
-    # applied every time (cheap, idempotent), so that a changed setting reaches an existing environment;
+        edition, digest = student_edition(Path(scratch))
+        _, instructor_built = build_envs(
+            [EnvSpec(student_env, ("jupyterhub", str(edition)), (digest,)),
+             EnvSpec(instructor_env, ("-e", str(REPO)), ((REPO / "pyproject.toml").read_text(),))], log=log)
+    configure_student_env(student_env, exchange)
+    if instructor_built:
+        subprocess.run(["chmod", "-R", "a+rX,go-w", str(instructor_env)], check=True)
+
+
+def configure_student_env(env: Path, exchange: Path) -> None:
+    """Switch off the instructor's parts of nbgrader in ``env``, configure its exchange, make it read-only for users.
+
+    Applied on every set-up (cheap, idempotent), so that a changed setting reaches an existing environment.
+
+    Raises
+    ------
+    HubError
+        If one of the configuration commands fails.
+    """
+    config = render("student_nbgrader_config.py", course_id=COURSE_ID, exchange=str(exchange))
     # locked, so that a student's own settings cannot switch them on again
     jupyter(env, "labextension", "disable", "--level=sys_prefix", *STUDENT_DISABLED_LABEXTENSIONS)
     jupyter(env, "labextension", "lock", "--level=sys_prefix", *STUDENT_DISABLED_LABEXTENSIONS)
@@ -151,14 +231,3 @@ def build_student_env(env: Path, exchange: Path, log=print) -> None:
     (settings / "overrides.json").write_text(json.dumps(
         {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}, indent=2))
     subprocess.run(["chmod", "-R", "a+rX,go-w", str(env)], check=True)
-
-
-def build_instructor_env(env: Path, log=print) -> None:
-    """Make ``instructor-env/``: this repository installed editable (grader, Formgrader, Create Assignment).
-
-    A venv of its own because this one's interpreter may be unreadable for the
-    instructor's Unix user; it imports ``autograder`` from the repository, so
-    grading always runs the checked-out grader.
-    """
-    if build_env(env, ["-e", str(REPO)], [(REPO / "pyproject.toml").read_text()], log=log):
-        subprocess.run(["chmod", "-R", "a+rX,go-w", str(env)], check=True)
