@@ -3,7 +3,7 @@
 Fast tests run in this process (references, specs, answer banks, the in-process grader, self-checks,
 visuals driven headlessly); ``make test-fast`` runs them alone. Slow tests start kernels, nbgrader,
 the sandbox, a browser, a hub or a fresh environment: the modules in :data:`SLOW_MODULES` and the
-tests marked ``@pytest.mark.slow`` in other modules. ``make test`` runs both tiers on two workers
+tests marked ``@pytest.mark.slow`` in other modules. ``make test`` runs both tiers on three workers
 (pytest-xdist, ``--dist loadfile``): each module's tests stay on one worker, so its module-scoped
 fixtures (a browser, a JupyterLab server, a built edition) are made once, and the session's graded
 class (``graded_class``) once, because only tests/test_grading.py uses it. (Not ``--dist loadgroup``
