@@ -190,15 +190,13 @@ def plot_memory(tiled_attention: Callable, T_values: Sequence[int] = T_VALUES, d
     """
     import os
 
-    import matplotlib.pyplot as plt
-
-    from attention_lab.core.plots import CURVE_COLOURS, REFERENCE_COLOUR, show_figure
-
     if os.environ.get("NBGRADER_EXECUTION"):
         print("(the memory plot is not drawn while grading)")
         return None
 
+    # imported here, after the check above: a graded kernel never loads matplotlib for this plot
     from attention_lab.core.calls import call_learner
+    from attention_lab.core.plots import CURVE_COLOURS, REFERENCE_COLOUR, show_figure, subplots
 
     try:
         growth = call_learner(memory_growth, tiled_attention, T_values, d_head, block, seconds=CALL_SECONDS)
@@ -210,7 +208,7 @@ def plot_memory(tiled_attention: Callable, T_values: Sequence[int] = T_VALUES, d
         print(f"{T:>6}  {_mib(matrix):>16}  {_mib(full):>15}  {_mib(tiled):>16}")
     print(f"log-log slope over the last doubling: full attention {slope(growth['T'], growth['full']):.2f}, "
           f"tiled attention {slope(growth['T'], growth['tiled']):.2f}")
-    figure, ax = plt.subplots(figsize=(7.0, 4.2))
+    figure, ax = subplots(figsize=(7.0, 4.2), layout=None)  # outside pyplot: shown only with its text
     T = growth["T"].astype(float)
     beyond = np.geomspace(T[-1], GRADED_T, 8)
     full_colour, tiled_colour, matrix_colour = CURVE_COLOURS[:3]  # apart in lightness, also for colour-blind readers

@@ -297,7 +297,8 @@ def plot_row_entropy(entropy, causal: bool, ax: Axes | None = None, label: str =
     return ax
 
 
-def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], layout: str = "constrained", **kwargs):
+def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], layout: str | None = "constrained",
+             **kwargs):
     """A new figure and its Axes outside pyplot, for :func:`show_figure`: nothing appears without its text.
 
     A pyplot figure is shown by the inline backend at the end of its cell even when the cell fails before the
@@ -309,8 +310,8 @@ def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], la
         The grid of Axes, as ``matplotlib.pyplot.subplots``.
     figsize : (float, float)
         Inches.
-    layout : str
-        The figure's layout engine ("constrained" by default, as every figure of the notebooks).
+    layout : str or None
+        The figure's layout engine ("constrained" by default, as every figure of the notebooks; None for none).
     **kwargs
         Passed to ``Figure.subplots`` (``sharex``, ``squeeze``, …).
 
@@ -320,6 +321,12 @@ def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], la
     """
     figure = Figure(figsize=figsize, layout=layout)
     return figure, figure.subplots(nrows, ncols, **kwargs)
+
+
+def _require_description(description) -> None:
+    """Raise ValueError unless ``description`` is a non-empty text: every figure needs its text alternative."""
+    if not isinstance(description, str) or not description.strip():
+        raise ValueError(f"description must be a non-empty text saying what the figure shows; received {description!r}")
 
 
 def figure_html(figure: Figure, description: str) -> str:
@@ -351,8 +358,7 @@ def figure_html(figure: Figure, description: str) -> str:
     import hashlib
     import io
 
-    if not isinstance(description, str) or not description.strip():
-        raise ValueError(f"description must be a non-empty text saying what the figure shows; received {description!r}")
+    _require_description(description)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", bbox_inches="tight", facecolor="white")
     titles = [ax.get_title() for ax in figure.axes if ax.get_title()]
@@ -370,6 +376,8 @@ def show_figure(figure: Figure, description: str) -> None:
     """Show ``figure`` in the notebook with its text alternative (:func:`figure_html`), instead of ``plt.show()``.
 
     A pyplot figure is closed afterwards, so that the inline backend does not show it a second time without text.
+    Under nbgrader (``NBGRADER_EXECUTION`` set: autograde, validate) the figure is not drawn and a one-line note
+    is printed instead, as the explorers do (:func:`attention_lab.core.explorer.unless_grading`).
 
     Parameters
     ----------
@@ -380,13 +388,20 @@ def show_figure(figure: Figure, description: str) -> None:
     Raises
     ------
     ValueError
-        If ``description`` is empty.
+        If ``description`` is empty (also while grading).
     """
+    import os
     import sys
 
     from IPython.display import display
 
-    display({"text/html": figure_html(figure, description), "text/plain": description}, raw=True)
+    if os.environ.get("NBGRADER_EXECUTION"):
+        # Drawing the PNG (layout, text, Agg rasterising: about half a CPU-second for three panels) is most of
+        # what a figure costs, and no grade reads it: every graded kernel would pay it for every figure.
+        _require_description(description)
+        print("(the figure is not drawn while grading)")
+    else:
+        display({"text/html": figure_html(figure, description), "text/plain": description}, raw=True)
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is not None:
         pyplot.close(figure)
