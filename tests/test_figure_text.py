@@ -49,6 +49,28 @@ def test_show_figure_shows_the_image_with_alt_text_and_a_linked_caption():
     assert not plt.fignum_exists(fig.number), "the inline backend would show the figure again, without text"
 
 
+def test_under_nbgrader_show_figure_prints_a_note_and_draws_nothing(monkeypatch):
+    """No grade reads a figure: under nbgrader its PNG (most of its cost) is not rendered; without, it is shown."""
+    fig, ax = plots.subplots(figsize=(3, 3))
+    plots.plot_attention_weights(np.eye(3), ax=ax, title="identity")
+    rendered = []
+    monkeypatch.setattr(type(fig), "savefig", lambda self, *args, **kwargs: rendered.append(self))
+    InteractiveShell.instance()
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with capture_output() as captured:
+        plots.show_figure(fig, "The identity's weights.")
+    assert captured.stdout == "(the figure is not drawn while grading)\n"
+    assert captured.outputs == [] and rendered == []
+    with pytest.raises(ValueError, match="description must be a non-empty text"):
+        plots.show_figure(fig, " ")  # the same refusal as outside grading
+    monkeypatch.delenv("NBGRADER_EXECUTION")
+    with capture_output() as captured:
+        plots.show_figure(fig, "The identity's weights.")
+    assert captured.stdout == "" and rendered == [fig]
+    (output,) = captured.outputs
+    assert output.data["text/html"].startswith("<figure><img ")
+
+
 def test_the_memory_plot_is_shown_with_its_measurements_in_words():
     figure, description = memory_plot()
     assert figure.axes[0].get_xlabel().startswith("T") and "from T = 256 to 512" in description

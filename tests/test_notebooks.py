@@ -76,11 +76,17 @@ def test_start_page_links_point_at_existing_notebooks():
         assert target.exists(), link
 
 
-def execute(path):
+def execute(path, *extra_cells):
     nb = read(path)
+    nb.cells += [nbformat.v4.new_code_cell(source) for source in extra_cells]
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     return nb, errors
+
+
+#: A last cell that prints which of pyplot and the inline backend the notebook's kernel has imported.
+LOADED_PLOTTING = ("import sys\n"
+                   "print(sorted({'matplotlib.pyplot', 'matplotlib_inline.backend_inline'} & set(sys.modules)))")
 
 
 def widget_views(nb):
@@ -101,11 +107,17 @@ def test_the_start_page_executes():
 def test_source_notebook_executes_cleanly_with_its_visual_on_the_learners_functions(name):
     """Each source notebook's one execution per run: no cell raises, so every autograder cell passes — what
     `nbgrader validate` on the source says (tests/test_release.py relies on this) — and the visual is drawn."""
-    nb, errors = execute(REPO / "source" / name / ASSIGNMENTS[name].notebook)
+    nb, errors = execute(REPO / "source" / name / ASSIGNMENTS[name].notebook, LOADED_PLOTTING)
     assert not errors, errors
     tests = [c for c in nb.cells if nbgrader_meta(c).get("grade") and c.cell_type == "code"]
     assert tests and all(c.execution_count is not None for c in tests)
     assert len(widget_views(nb)) >= 1
+    # every figure is shown, with its caption, without pyplot or its inline backend (which no cell needs: a kernel
+    # that grades the notebook does not load them; the set-up cell has no `%matplotlib inline`)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "show_figure(" in cell.source:
+            assert sum("<figure><img " in o.get("data", {}).get("text/html", "") for o in cell.outputs) == 1
+    assert nb.cells[-1].outputs[0]["text"] == "[]\n", nb.cells[-1].outputs
     assert not any(o.get("name") == "stderr" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
 
