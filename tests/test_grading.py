@@ -157,6 +157,17 @@ def test_explorer_is_skipped_under_autograde_without_widget_output(graded_class)
     assert not any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
 
 
+def test_figures_are_not_drawn_under_autograde_and_say_so(graded_class):
+    """Rendering a figure is most of its cell's CPU and no grade reads it (attention_lab.core.plots.show_figure)."""
+    course, _, _ = graded_class
+    nb = read(course / "autograded" / example_class.CORRECT_STUDENT / ASSIGNMENT / NOTEBOOK)
+    figure_cells = [c for c in nb.cells if c.cell_type == "code" and "show_figure(" in c.source]
+    assert figure_cells
+    for cell in figure_cells:
+        assert "(the figure is not drawn while grading)" in "".join(o.get("text", "") for o in cell.outputs)
+        assert not any(set(o.get("data", {})) & {"image/png", "text/html"} for o in cell.outputs)
+
+
 def test_grades_csv_per_assignment_and_class_overview(graded_class, tmp_path):
     _, results, _ = graded_class
     grading.write_class_csv(tmp_path / "grades.csv", results)
