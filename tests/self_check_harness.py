@@ -23,7 +23,7 @@ from autograder.grader import answers
 from autograder.nbgrader.notebook_cells import nbgrader_meta, read_json
 from autograder.grader.spec import Assignment
 
-matplotlib.use("Agg")  # the setup cell imports pyplot; no window in tests
+matplotlib.use("Agg")  # no window in tests, should a cell import pyplot (the course draws outside it)
 
 SELF_CHECK_PREFIXES = ("check_", "fact_")
 
