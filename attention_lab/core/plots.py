@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-# matplotlib is imported where a figure is drawn, not here: a graded kernel of an assignment without static
-# figures (6, 7) imports this module through its explorer, which is not shown while grading, and importing
-# matplotlib costs it about 0.4 CPU-s (benchmarks/kernel_imports.md)
+# matplotlib is imported where a figure is drawn, not here: the graded kernel of a notebook without static
+# figures imports this module only through its explorer, which is not shown while grading, and importing
+# matplotlib would cost it about 0.4 CPU-s (benchmarks/kernel_imports.md)
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.colors import Normalize
