@@ -96,21 +96,25 @@ def test_each_browser_payload_is_checked_on_its_own_in_the_one_submission_that_c
     for kind in kinds:
         cells = payloads.cells_carrying(submitted, kind)
         assert cells, kind
-        survived = copy.deepcopy(graded)  # its cells as handed in (active), and not listed as sanitised
+        sharing = {k for k in kinds if set(payloads.cells_carrying(submitted, k)) & set(cells)}
+        # the code payloads share the answer cell (and its forged output) with forged-output; the others have their own
+        in_answer = {"display-html", "javascript", "svg", "image-size", "forged-output"}
+        assert sharing == (in_answer if kind in in_answer else {kind}), kind
+        apart = [k for k in kinds if k not in sharing]
+        survived = copy.deepcopy(graded)  # listed as sanitised, but its cells left as handed in (active)
         for number in cells:
             survived.cells[number - 1] = copy.deepcopy(submitted.cells[number - 1])
-            survived.metadata.attention_lab.sanitized.pop(str(number), None)
-        assert hostile.CASES[f"xss-{kind}"].check(outcome(survived)) is not None, kind
+        assert "active content survived" in hostile.CASES[f"xss-{kind}"].check(outcome(survived)), kind
+        assert all(hostile.CASES[f"xss-{k}"].check(outcome(survived)) is None for k in apart), kind
         unlisted = copy.deepcopy(graded)  # made inert but not listed: the payload was not seen as one
         for number in cells:
             unlisted.metadata.attention_lab.sanitized.pop(str(number))
         assert "were not sanitised" in hostile.CASES[f"xss-{kind}"].check(outcome(unlisted)), kind
-        apart = [k for k in kinds if not set(payloads.cells_carrying(submitted, k)) & set(cells)]
         assert all(hostile.CASES[f"xss-{k}"].check(outcome(unlisted)) is None for k in apart), kind
-        assert apart or kind in ("display-html", "javascript", "svg", "image-size", "forged-output"), kind
     leaked = payloads.payloads()["markdown-html"]["markdown"]  # left active in the feedback
-    assert "survived" in hostile.CASES["xss-markdown-html"].check(outcome(graded, f"<div>{leaked}</div>"))
-    assert "survived" in hostile.CASES["xss-link"].check(outcome(graded, "<iframe></iframe>"))  # names no payload
+    assert "active content survived" in hostile.CASES["xss-markdown-html"].check(outcome(graded, f"<div>{leaked}</div>"))
+    # what names no payload cannot be told apart: it fails every kind
+    assert "active content survived" in hostile.CASES["xss-link"].check(outcome(graded, "<iframe></iframe>"))
 
 
 def _sampled_bank_mistake(name: str = ASSIGNMENT) -> tuple[str, str]:
