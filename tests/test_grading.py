@@ -82,10 +82,12 @@ def test_each_browser_payload_is_checked_on_its_own_in_the_one_submission_that_c
     hostile.CASES["xss-link"].build(folder, context)  # every xss case builds the same submission
     submitted = read(tmp_path / "submitted" / hostile.XSS_STUDENT / ASSIGNMENT / NOTEBOOK)
     kinds = list(payloads.payloads())
-    assert {key for key in hostile.CASES if hostile.student_of(key) == hostile.XSS_STUDENT} == {f"xss-{k}" for k in kinds}
+    shared = {key for key in hostile.CASES if hostile.student_of(key) == hostile.XSS_STUDENT}
+    assert shared == {f"xss-{k}" for k in kinds}
 
     def outcome(autograded, feedback="<p>inert</p>"):
-        note = f"content that could run in a browser removed (cells {', '.join(autograded.metadata.attention_lab.sanitized)})"
+        cells = ", ".join(autograded.metadata.attention_lab.sanitized)
+        note = f"content that could run in a browser removed (cells {cells})"
         return hostile.Outcome(hostile.FULL, note, [], autograded, feedback, tmp_path)
 
     graded = copy.deepcopy(submitted)
@@ -112,7 +114,8 @@ def test_each_browser_payload_is_checked_on_its_own_in_the_one_submission_that_c
         assert "were not sanitised" in hostile.CASES[f"xss-{kind}"].check(outcome(unlisted)), kind
         assert all(hostile.CASES[f"xss-{k}"].check(outcome(unlisted)) is None for k in apart), kind
     leaked = payloads.payloads()["markdown-html"]["markdown"]  # left active in the feedback
-    assert "active content survived" in hostile.CASES["xss-markdown-html"].check(outcome(graded, f"<div>{leaked}</div>"))
+    problem = hostile.CASES["xss-markdown-html"].check(outcome(graded, f"<div>{leaked}</div>"))
+    assert "active content survived" in problem
     # what names no payload cannot be told apart: it fails every kind
     assert "active content survived" in hostile.CASES["xss-link"].check(outcome(graded, "<iframe></iframe>"))
 
