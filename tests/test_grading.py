@@ -66,6 +66,60 @@ def test_hostile_submission_is_handled(graded_class, key):
     assert problem is None, f"{key}: {problem}"
 
 
+def test_each_browser_payload_is_checked_on_its_own_in_the_one_submission_that_carries_them_all(tmp_path):
+    """The xss-<kind> cases share one graded submission: each kind's check fails when its own payload survives
+    (left active in its cells, or not listed as sanitised), and a kind whose cells it does not share still passes."""
+    import copy
+
+    from autograder.examples import hostile_payloads as payloads
+    from autograder.nbgrader.notebook_cells import solution_cells
+    from autograder.nbgrader.sanitize import sanitize_notebook
+    from conftest import RELEASE_NB, SOURCE_NB
+
+    context = hostile.Context(tmp_path, read(RELEASE_NB), solution_cells(read(SOURCE_NB)))
+    folder = tmp_path / "submitted" / hostile.XSS_STUDENT / ASSIGNMENT
+    folder.mkdir(parents=True)
+    hostile.CASES["xss-link"].build(folder, context)  # every xss case builds the same submission
+    submitted = read(tmp_path / "submitted" / hostile.XSS_STUDENT / ASSIGNMENT / NOTEBOOK)
+    kinds = list(payloads.payloads())
+    shared = {key for key in hostile.CASES if hostile.student_of(key) == hostile.XSS_STUDENT}
+    assert shared == {f"xss-{k}" for k in kinds}
+
+    def outcome(autograded, feedback="<p>inert</p>"):
+        cells = ", ".join(autograded.metadata.attention_lab.sanitized)
+        note = f"content that could run in a browser removed (cells {cells})"
+        return hostile.Outcome(hostile.FULL, note, [], autograded, feedback, tmp_path)
+
+    graded = copy.deepcopy(submitted)
+    graded.metadata["attention_lab"] = {"sanitized": {str(k): v for k, v in sanitize_notebook(graded).items()}}
+    last_code = next(c for c in reversed(graded.cells) if c.cell_type == "code")
+    last_code.outputs = [nbformat.v4.new_output("display_data", data={"image/png": payloads.PNG})]  # the honest figure
+    assert {k: hostile.CASES[f"xss-{k}"].check(outcome(graded)) for k in kinds} == dict.fromkeys(kinds)
+    for kind in kinds:
+        cells = payloads.cells_carrying(submitted, kind)
+        assert cells, kind
+        sharing = {k for k in kinds if set(payloads.cells_carrying(submitted, k)) & set(cells)}
+        # the code payloads share the answer cell (and its forged output) with forged-output; the others have their own
+        in_answer = {"display-html", "javascript", "svg", "image-size", "forged-output"}
+        assert sharing == (in_answer if kind in in_answer else {kind}), kind
+        apart = [k for k in kinds if k not in sharing]
+        survived = copy.deepcopy(graded)  # listed as sanitised, but its cells left as handed in (active)
+        for number in cells:
+            survived.cells[number - 1] = copy.deepcopy(submitted.cells[number - 1])
+        assert "active content survived" in hostile.CASES[f"xss-{kind}"].check(outcome(survived)), kind
+        assert all(hostile.CASES[f"xss-{k}"].check(outcome(survived)) is None for k in apart), kind
+        unlisted = copy.deepcopy(graded)  # made inert but not listed: the payload was not seen as one
+        for number in cells:
+            unlisted.metadata.attention_lab.sanitized.pop(str(number))
+        assert "were not sanitised" in hostile.CASES[f"xss-{kind}"].check(outcome(unlisted)), kind
+        assert all(hostile.CASES[f"xss-{k}"].check(outcome(unlisted)) is None for k in apart), kind
+    leaked = payloads.payloads()["markdown-html"]["markdown"]  # left active in the feedback
+    problem = hostile.CASES["xss-markdown-html"].check(outcome(graded, f"<div>{leaked}</div>"))
+    assert "active content survived" in problem
+    # what names no payload cannot be told apart: it fails every kind
+    assert "active content survived" in hostile.CASES["xss-link"].check(outcome(graded, "<iframe></iframe>"))
+
+
 def _sampled_bank_mistake(name: str = ASSIGNMENT) -> tuple[str, str]:
     """(student, mistake key) of the sample's student who hands in a known mistake of the bank."""
     assignment = assignments.get(name)

@@ -342,13 +342,51 @@ def feedback_lacks(text: str, what: str):
     return _expecting(f"feedback without {what}")(check)
 
 
-@_expecting("nothing in the stored notebook or the feedback HTML could run in a browser")
-def _inert(outcome: Outcome) -> str | None:
-    if outcome.autograded is None or not outcome.feedback:
-        return "no autograded notebook or no feedback"
-    found = payloads.stored_active_content(outcome.autograded) + [
-        f"feedback: {item}" for item in payloads.active_content(outcome.feedback)]
-    return f"active content survived: {found[:3]}" if found else None
+#: The one submission that carries every browser payload (the xss-<kind> cases; graded once, checked per kind).
+XSS_STUDENT = "hostile-xss"
+
+
+def _submitted(outcome: Outcome, student: str):
+    """The notebook ``student`` handed in (as built), or None."""
+    path = outcome.course_dir / "submitted" / student / ASSIGNMENT / NOTEBOOK
+    return nbformat.read(str(path), as_version=4) if path.exists() else None
+
+
+def _inert(kind: str):
+    """Nothing of payload ``kind`` could run in a browser: in the stored notebook or the feedback HTML, no active
+    content in the cells that carried it or named by its scripts, and none that names no payload or sits in a cell
+    that carried none (that fails every kind: it cannot be told apart)."""
+    @_expecting("nothing in the stored notebook or the feedback HTML could run in a browser")
+    def check(outcome: Outcome) -> str | None:
+        submitted = _submitted(outcome, XSS_STUDENT)
+        if outcome.autograded is None or not outcome.feedback or submitted is None:
+            return "no autograded notebook or no feedback"
+        mine = set(payloads.cells_carrying(submitted, kind))
+        anyones = {n for other in payloads.payloads() for n in payloads.cells_carrying(submitted, other)}
+        stored = [item for item in payloads.stored_active_content(outcome.autograded)  # "cell N: what"
+                  if int(item.split(":")[0].removeprefix("cell ")) in mine
+                  or int(item.split(":")[0].removeprefix("cell ")) not in anyones]
+        feedback = [f"feedback: {item}" for item in payloads.active_content(outcome.feedback)
+                    if payloads.carries(item, kind) or not any(payloads.carries(item, k) for k in payloads.payloads())]
+        found = stored + feedback
+        return f"active content survived: {found[:3]}" if found else None
+    return check
+
+
+def _removed(kind: str):
+    """Every cell that carried payload ``kind`` in the submission is listed as sanitised in the graded notebook."""
+    @_expecting("every cell that carried it listed as sanitised")
+    def check(outcome: Outcome) -> str | None:
+        submitted = _submitted(outcome, XSS_STUDENT)
+        if outcome.autograded is None or submitted is None:
+            return "no autograded notebook"
+        carrying = payloads.cells_carrying(submitted, kind)
+        if not carrying:
+            return f"the submission carries no {kind} payload"
+        sanitized = outcome.autograded.metadata.get("attention_lab", {}).get("sanitized", {})
+        missed = [n for n in carrying if str(n) not in sanitized]
+        return f"cells {missed} carried it but were not sanitised" if missed else None
+    return check
 
 
 @_expecting("the learner's honest Markdown (with LaTeX) and PNG figure kept as they were")
@@ -385,10 +423,9 @@ def _write_nb(folder: Path, nb) -> None:
     nbformat.write(nb, str(folder / NOTEBOOK))
 
 
-def _browser_nb(context: Context, kind: str):
-    """The correct solution carrying one payload kind, honest Markdown with LaTeX and a PNG figure."""
-    chosen = {kind: payloads.payloads()[kind]}
-    return payloads.browser_submission(context.release_nb, solutions=context.solutions, kinds=chosen)
+def _browser_nb(context: Context):
+    """The correct solution carrying every payload kind, honest Markdown with LaTeX and a PNG figure."""
+    return payloads.browser_submission(context.release_nb, solutions=context.solutions)
 
 
 def release_json(edit):
@@ -549,11 +586,14 @@ CASES: dict[str, Hostile] = {
         "its metadata, the copy runs as a plain cell",
         with_cells(lambda c: {}, edit=_duplicate_solution),
         graded(FULL, note="copied cell causal_mask")),
+    # one submission carries every payload (one kernel, not one each: issue 11), and each kind is checked on its
+    # own: the cells that carried it were sanitised, and nothing active is left in them or names its scripts
     **{f"xss-{kind}": Hostile(
-        f"a correct notebook carrying a browser payload ({kind}: would set document.title and fetch a URL), "
-        "plus honest Markdown with LaTeX and a PNG figure",
-        lambda folder, context, kind=kind: _write_nb(folder, _browser_nb(context, kind)),
-        _all_of(graded(FULL, note="content that could run in a browser removed"), _inert, _honest_content_kept))
+        f"a correct notebook carrying every browser payload, checked for this one ({kind}: would set "
+        "document.title and fetch a URL), plus honest Markdown with LaTeX and a PNG figure",
+        lambda folder, context: _write_nb(folder, _browser_nb(context)),
+        _all_of(graded(FULL, note="content that could run in a browser removed"), _removed(kind), _inert(kind),
+                _honest_content_kept), student=XSS_STUDENT)
        for kind in payloads.payloads()},
     "hostile-student-id": Hostile(
         "a correct notebook in a folder whose name (the student id) is an HTML payload",
@@ -619,6 +659,8 @@ def build(course_dir: Path, context: Context) -> list[str]:
     """Write every hostile submission into ``course_dir/submitted/<student_of(key)>/``; return the student ids."""
     students = []
     for key, case in CASES.items():
+        if student_of(key) in students:  # cases sharing a submission (the xss kinds): built once
+            continue
         folder = course_dir / "submitted" / student_of(key) / ASSIGNMENT
         if folder.exists():
             shutil.rmtree(folder)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import struct
 import zlib
 from html.parser import HTMLParser
@@ -93,6 +94,37 @@ def payloads(beacon: str = BEACON) -> dict[str, dict]:
                                f"display(Image(base64.b64decode({PNG!r}), width={'4 onerror=' + js['image-size']!r}))"},
         "forged-output": {"json": forged_output},
     }
+
+
+def scripts_of(kind: str) -> tuple[str, ...]:
+    """The script kinds (``PWNED-<script kind>`` in :func:`script`) that payload ``kind`` of :func:`payloads` carries.
+
+    Most carry their own; ``forged-output`` also adds a raw cell (``raw-cell``) and an SVG attachment
+    (``attachment``). With every payload in one notebook, these say which cells hold which payload.
+    """
+    return ("forged-output", "raw-cell", "attachment") if kind == "forged-output" else (kind,)
+
+
+def cell_text(cell) -> str:
+    """All of a cell that a payload can be in: its JSON, with its attachments decoded (base64 hides the marker)."""
+    decoded = []
+    for bundle in (cell.get("attachments") or {}).values():
+        for data in (bundle or {}).values():
+            try:
+                decoded.append(base64.b64decode(data).decode("utf-8", "replace"))
+            except (ValueError, TypeError):
+                decoded.append(str(data))
+    return json.dumps(cell) + "".join(decoded)
+
+
+def cells_carrying(nb, kind: str) -> list[int]:
+    """Numbers (from 1) of the cells of ``nb`` that hold a script of payload ``kind`` (:func:`scripts_of`)."""
+    return [number for number, cell in enumerate(nb.cells, 1) if carries(cell_text(cell), kind)]
+
+
+def carries(text: str, kind: str) -> bool:
+    """Whether ``text`` names a script of payload ``kind`` (``PWNED-svg``, not a longer kind's name)."""
+    return any(re.search(re.escape(f"{MARKER}-{name}") + r"(?![\w-])", text) for name in scripts_of(kind))
 
 
 def browser_submission(release_nb, beacon: str = BEACON, solutions: dict[str, str] | None = None,

@@ -49,6 +49,12 @@ REPORT = REPO / "reports" / "grader_report.md"
 # up to 12.2 s); cells under the per-cell timeout took up to 4.6 s, and the grader's stand-in passes run as
 # cells under that timeout (SandboxedExecute.run_code), without the exemption of the CPU-timed test cells.
 # Only the two runaway loops wait on these limits (about 15 s of wall clock each, beyond an honest job's).
+# The kernel's CPU-time limit (SandboxedKernelManager.cpu_time_limit, 300 s) is not lowered here, although CPU time
+# does not grow with load: an honest 07 kernel used 9.0-9.1 CPU-s (its CPU-timed memory cell; two runs on 2026-12-03,
+# process accounting) and the infinite loop's kernel must survive its 10 s cell (its check: graded as its honest part),
+# so the limit could not be under ~13 s; it would then stop the loop that catches KeyboardInterrupt before the 20 s
+# wall clock only while that loop gets most of a core, and the kill's reason, which the report prints, would depend
+# on the machine's load.
 SHORT_LIMITS = """
 # autograder.examples.report: shorter limits for the runaway hostile submissions
 c.Execute.timeout = 10
