@@ -287,7 +287,11 @@ def cluster_sample() -> list[str]:
 @pytest.fixture(scope="module")
 def graded_on_a_cluster(tmp_path_factory):
     """:func:`cluster_sample` graded by ``python -m autograder grade --scheduler`` on a two-worker Dask cluster,
-    into a PostgreSQL gradebook (``c.CourseDirectory.db_url``; the password only in this process's PGPASSFILE)."""
+    into a PostgreSQL gradebook (``c.CourseDirectory.db_url``; the password only in this process's PGPASSFILE).
+
+    The cluster and the server are stopped before the test reads what they left (the rows are read while the server
+    runs): left running to the end of the module, the five Dask processes (a scheduler, two nannies, two workers)
+    would keep spending CPU on their heartbeats and memory monitors while the tests after it grade."""
     course = tmp_path_factory.mktemp("cluster")
     grading.copy_course(REPO, course)
     students = example_class.build_submissions(course, assignments.get(ASSIGNMENT), REPO, cluster_sample())
@@ -298,7 +302,8 @@ def graded_on_a_cluster(tmp_path_factory):
         with mock.patch.dict(os.environ, {"PGPASSFILE": str(server.passfile)}):
             done = grade_here(course, "--scheduler", address)
             assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-            yield course, students, submission_rows(url, ASSIGNMENT), done
+            rows = submission_rows(url, ASSIGNMENT)
+    return course, students, rows, done
 
 
 def test_a_dask_cluster_and_a_postgresql_gradebook_give_every_score_comment_and_feedback_file_of_a_local_run(
