@@ -102,3 +102,13 @@ def test_with_a_directory_of_empty_gradebooks_a_new_process_runs_no_alembic(tmp_
     python = Path(sys.executable).name  # the two children above
     assert subprocesses == ["alembic", python, python, "alembic"], "another course id: not the kept one"
     assert len(list((tmp_path / "kept").iterdir())) == 2
+
+
+def test_a_directory_of_empty_gradebooks_that_cannot_be_made_is_as_if_none_were_named(tmp_path, subprocesses,
+                                                                                        monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv(gradebook_copy.EMPTY_GRADEBOOKS, str(tmp_path / "a-file" / "kept"))  # below a file
+    made = gradebook_copy.new_gradebook(tmp_path / "made.db")
+    assert subprocesses == ["alembic"]
+    with Gradebook(gradebook_copy.sqlite_url(made), course_id=COURSE_ID) as gradebook:
+        assert list(gradebook.students) == []

@@ -93,7 +93,7 @@ def new_gradebook(target: Path, course_id: str = COURSE_ID) -> Path:
     write those bytes. ``Gradebook`` then finds a database with tables and runs no ``alembic``. When the
     environment names a directory in :data:`EMPTY_GRADEBOOKS`, the bytes are also kept there (one file per
     course id and schema, written whole by a rename) and a process's first call reads them from there if an
-    earlier process made them.
+    earlier process made them; a directory that cannot be read or written is as if none were named.
 
     Parameters
     ----------
@@ -116,8 +116,9 @@ def new_gradebook(target: Path, course_id: str = COURSE_ID) -> Path:
     kept = os.environ.get(EMPTY_GRADEBOOKS)
     # the key in the file's name: another nbgrader, other migration scripts or another course id miss it
     kept = Path(kept) / f"{hashlib.sha256(repr(key).encode()).hexdigest()[:32]}.db" if kept else None
-    if key not in _empty_gradebooks and kept is not None and kept.is_file():
-        _empty_gradebooks[key] = kept.read_bytes()
+    if key not in _empty_gradebooks and kept is not None:
+        with contextlib.suppress(OSError):  # none kept yet, or a directory this process cannot read: nbgrader makes it
+            _empty_gradebooks[key] = kept.read_bytes()
     if key not in _empty_gradebooks:
         with tempfile.TemporaryDirectory(prefix="attention-lab-empty-gradebook-") as scratch:
             made = Path(scratch) / "gradebook.db"
@@ -125,10 +126,14 @@ def new_gradebook(target: Path, course_id: str = COURSE_ID) -> Path:
                 pass
             _empty_gradebooks[key] = made.read_bytes()
         if kept is not None:  # renamed into place: a process reading it at the same time sees all or nothing
-            kept.parent.mkdir(parents=True, exist_ok=True)
             partial = kept.with_name(f".{kept.name}.{os.getpid()}")
-            partial.write_bytes(_empty_gradebooks[key])
-            os.replace(partial, kept)
+            try:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                partial.write_bytes(_empty_gradebooks[key])
+                os.replace(partial, kept)
+            except OSError:  # a directory this process cannot write: the later processes make their own
+                with contextlib.suppress(OSError):
+                    partial.unlink(missing_ok=True)
     Path(target).unlink(missing_ok=True)
     Path(target).write_bytes(_empty_gradebooks[key])
     return Path(target)
