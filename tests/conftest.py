@@ -11,7 +11,10 @@ with ``xdist_group`` marks: with pytest 9.2 and pytest-xdist 3.8 it silently sto
 pytest-dev/pytest-xdist#1386.)
 """
 
+import os
 import resource
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -58,6 +61,27 @@ LONGEST_FIRST = (
     "test_formgrader_browser", "test_grader", "test_lite", "test_release", "test_cohorts", "test_metadata_restore",
     "test_explorer", "test_walkthrough", "test_clean_clone", "test_student_edition_browser",
 )
+
+
+_MADE_EMPTY_GRADEBOOKS = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    # One directory of empty gradebooks for the whole run (autograder.nbgrader.gradebook_copy.EMPTY_GRADEBOOKS):
+    # made here by the first process (pytest-xdist's controller, before it starts its workers, which inherit it
+    # with every `python -m autograder grade` and Dask worker the tests start), so that nbgrader's `alembic heads`
+    # (1.5 CPU-s a process) runs once per run instead of once per process that makes a gradebook.
+    from autograder.nbgrader.gradebook_copy import EMPTY_GRADEBOOKS
+
+    if not os.environ.get(EMPTY_GRADEBOOKS):
+        os.environ[EMPTY_GRADEBOOKS] = config.stash[_MADE_EMPTY_GRADEBOOKS] = tempfile.mkdtemp(
+            prefix="attention-lab-empty-gradebooks-")
+
+
+def pytest_unconfigure(config):
+    made = config.stash.get(_MADE_EMPTY_GRADEBOOKS, None)
+    if made:  # only the process that made it removes it
+        shutil.rmtree(made, ignore_errors=True)
 
 
 def _module_name(item) -> str:

@@ -2,12 +2,14 @@
 
 :func:`gradebook_copy.new_gradebook` keeps the bytes of the first empty gradebook nbgrader made for a course id
 and schema; these tests check that a gradebook written from them holds what nbgrader's own holds, that no
-subprocess runs for it, and that another course id or other migration scripts make nbgrader build it again.
+subprocess runs for it, and that another course id or other migration scripts make nbgrader build it again; and
+that with ``EMPTY_GRADEBOOKS`` set, a new process writes it from the one an earlier process made.
 """
 
 import shutil
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,8 +28,9 @@ def dump(path: Path) -> list[str]:
 
 @pytest.fixture
 def subprocesses(monkeypatch):
-    """The commands started while the test runs; an empty cache of gradebooks to start."""
+    """The commands started while the test runs; an empty cache of gradebooks to start, in this process only."""
     monkeypatch.setattr(gradebook_copy, "_empty_gradebooks", {})
+    monkeypatch.delenv(gradebook_copy.EMPTY_GRADEBOOKS, raising=False)  # the suite's own (tests/conftest.py)
     commands = []
 
     class Recorded(subprocess.Popen):
@@ -71,3 +74,41 @@ def test_changed_migration_scripts_make_nbgrader_build_it_again(tmp_path, subpro
     monkeypatch.setattr(gradebook_copy, "ALEMBIC_DIR", str(scripts))  # where schema_key reads them
     gradebook_copy.new_gradebook(tmp_path / "after.db")
     assert subprocesses == ["alembic", "alembic"], "another schema: the kept bytes are not used"
+
+
+#: A new process making a new gradebook with no ``alembic`` on its PATH: nbgrader's ``alembic heads`` would fail.
+NO_ALEMBIC = """
+import sys
+from autograder.nbgrader import gradebook_copy
+gradebook_copy.new_gradebook(sys.argv[1])
+"""
+
+
+def test_with_a_directory_of_empty_gradebooks_a_new_process_runs_no_alembic(tmp_path, subprocesses, monkeypatch):
+    monkeypatch.setenv(gradebook_copy.EMPTY_GRADEBOOKS, str(tmp_path / "kept"))
+    first = gradebook_copy.new_gradebook(tmp_path / "first.db")
+    assert subprocesses == ["alembic"]
+    assert [p.read_bytes() for p in (tmp_path / "kept").iterdir()] == [first.read_bytes()]
+    env = {"PATH": str(tmp_path / "no-bin"), gradebook_copy.EMPTY_GRADEBOOKS: str(tmp_path / "kept")}
+    child = subprocess.run([sys.executable, "-c", NO_ALEMBIC, str(tmp_path / "child.db")], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert dump(tmp_path / "child.db") == dump(first)
+    env[gradebook_copy.EMPTY_GRADEBOOKS] = str(tmp_path / "elsewhere")  # nothing kept there: nbgrader must run
+    missed = subprocess.run([sys.executable, "-c", NO_ALEMBIC, str(tmp_path / "missed.db")], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert missed.returncode != 0 and "alembic" in missed.stderr
+    gradebook_copy.new_gradebook(tmp_path / "other.db", course_id="another_course")
+    python = Path(sys.executable).name  # the two children above
+    assert subprocesses == ["alembic", python, python, "alembic"], "another course id: not the kept one"
+    assert len(list((tmp_path / "kept").iterdir())) == 2
+
+
+def test_a_directory_of_empty_gradebooks_that_cannot_be_made_is_as_if_none_were_named(tmp_path, subprocesses,
+                                                                                        monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv(gradebook_copy.EMPTY_GRADEBOOKS, str(tmp_path / "a-file" / "kept"))  # below a file
+    made = gradebook_copy.new_gradebook(tmp_path / "made.db")
+    assert subprocesses == ["alembic"]
+    with Gradebook(gradebook_copy.sqlite_url(made), course_id=COURSE_ID) as gradebook:
+        assert list(gradebook.students) == []

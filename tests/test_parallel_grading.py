@@ -1,11 +1,12 @@
 """Grading on every core (issue 14 §2), from any course directory (§4b) and past one machine (§5), end to end.
 
-Assignment 1's end-to-end sample is graded twice, in two course directories, on one worker and on two: every
-score, comment, gradebook row and feedback file must be the same. A course copied outside the checkout is graded
-from its own directory by ``python -m autograder grade`` (``make grade``: release/ untouched, the grades CSV and the
-feedback written); a re-run grades only what changed or was not graded (``gradebook-hashes.json``) unless
-``--force``, and a full-marks student whose new submission ends its kernel is reported with its new marks. A course
-whose sandboxed kernel cannot import ``attention_lab`` stops before the first student.
+Three of assignment 1's end-to-end sample (full marks, none, a named mistake) are graded twice, in two course
+directories, on one worker and on two: every score, comment, gradebook row and feedback file must be the same. A
+course copied outside the checkout is graded from its own directory by ``python -m autograder grade`` (``make
+grade``: release/ untouched, the grades CSV and the feedback written); a re-run grades only what changed or was not
+graded (``gradebook-hashes.json``) unless ``--force``, and a full-marks student whose new submission ends its
+kernel is reported with its new marks. A course whose sandboxed kernel cannot import ``attention_lab`` stops
+before the first student.
 Two of the sample (the untouched release and a named mistake) graded by the command line on a Dask cluster (two
 worker processes) into a PostgreSQL gradebook give what the one-worker run gave them; a shipped job grades with
 its course directory gone. The throughput benchmark's plain nbgrader grades the smallest class that tells its
@@ -60,18 +61,35 @@ def log_sections(course: Path) -> list[list[str]]:
     return runs
 
 
+def workers_sample() -> list[str]:
+    """The students of assignment 1 graded on one worker and on two: the solution (full marks), the untouched
+    release (no marks, nbgrader's own "No response." comments) and the end-to-end sample's first named mistake
+    (partial marks, the mistake's name and hint in the feedback).
+
+    Three, because what the comparison guards against is a mix-up between jobs (one student's scores, comments,
+    gradebook rows or feedback reaching another, or lost when two jobs finish together), not what a job computes:
+    three students on two workers run two jobs at once and queue the third, and no two of them share a total, a
+    comment or a feedback file, so that any mix-up changes what is compared. The sample's other two kinds (a
+    correct answer written differently, which scores as the solution does, and an unnamed mistake, whose later
+    steps need the stand-in passes) are computed by the same job code; tests/test_grading.py grades all five
+    end to end (``graded_class``, on every core) against the in-process grader. They are also what the tests
+    below need: the benchmark's class (the solution, the untouched release) and the cluster's (the untouched
+    release, the named mistake).
+    """
+    assignment = assignments.get(ASSIGNMENT)
+    named = next(s for s in example_class.end_to_end_sample(assignment)
+                 if example_class.students_of(assignment)[s] in assignment.mistakes.values())
+    return [example_class.CORRECT_STUDENT, example_class.UNTOUCHED, named]
+
+
 @pytest.fixture(scope="module")
 def graded_twice(tmp_path_factory):
-    """Assignment 1's end-to-end sample graded on 1 worker and, in a second course directory, on 2.
-
-    The sample (``example_class.end_to_end_sample``) holds each kind of submission the runs must agree on: the
-    solution, the untouched release, a correct answer written differently, a named mistake, and an unnamed one
-    whose later steps need the stand-in passes.
-    """
+    """:func:`workers_sample` graded on 1 worker and, in a second course directory, on 2."""
     runs = {}
     for workers in (1, 2):
         course = tmp_path_factory.mktemp(f"workers{workers}")
-        students = example_class.prepare_course(course, [ASSIGNMENT], sample=True)[ASSIGNMENT]
+        grading.copy_course(REPO, course)
+        students = example_class.build_submissions(course, assignments.get(ASSIGNMENT), REPO, workers_sample())
         stderr = io.StringIO()
         with contextlib.redirect_stderr(stderr):
             steps, rows = grading.grade_class(course, ASSIGNMENT, students, workers=workers, progress=True)
@@ -82,7 +100,9 @@ def graded_twice(tmp_path_factory):
 def test_two_workers_give_every_score_comment_row_and_feedback_file_of_one(graded_twice):
     one, two = graded_twice[1], graded_twice[2]
     assert one[1] == two[1]
-    assert len(one[2]) == len(example_class.end_to_end_sample(assignments.get(ASSIGNMENT))) == 5
+    assert [r.student for r in one[2]] == [r.student for r in two[2]] == workers_sample()
+    # no two alike: a row or a feedback file that reached another student would change what is compared below
+    assert len({r.total for r in one[2]}) == len(one[2])
     for a, b in zip(one[2], two[2]):
         assert (a.student, a.steps, a.note, a.named) == (b.student, b.steps, b.note, b.named)
     assert all(r.steps is not None for r in two[2])
@@ -260,18 +280,18 @@ def cluster_sample() -> list[str]:
     response." comments, scores of 0) and the first named mistake (partial scores, the mistake's name in the
     grades CSV and its hint in the feedback): every kind of row and file a job sends back, one job for each of
     the two workers. The sample's other kinds (correct, written differently, unnamed) differ only in what the job
-    computes, which is the same code on a worker as in a local job; the local runs compare all five across
-    one and two workers above."""
-    assignment = assignments.get(ASSIGNMENT)
-    named = next(s for s in example_class.end_to_end_sample(assignment)
-                 if example_class.students_of(assignment)[s] in assignment.mistakes.values())
-    return [example_class.UNTOUCHED, named]
+    computes, which is the same code on a worker as in a local job (:func:`workers_sample`)."""
+    return workers_sample()[1:]
 
 
 @pytest.fixture(scope="module")
 def graded_on_a_cluster(tmp_path_factory):
     """:func:`cluster_sample` graded by ``python -m autograder grade --scheduler`` on a two-worker Dask cluster,
-    into a PostgreSQL gradebook (``c.CourseDirectory.db_url``; the password only in this process's PGPASSFILE)."""
+    into a PostgreSQL gradebook (``c.CourseDirectory.db_url``; the password only in this process's PGPASSFILE).
+
+    The cluster and the server are stopped before the test reads what they left (the rows are read while the server
+    runs): left running to the end of the module, the five Dask processes (a scheduler, two nannies, two workers)
+    would keep spending CPU on their heartbeats and memory monitors while the tests after it grade."""
     course = tmp_path_factory.mktemp("cluster")
     grading.copy_course(REPO, course)
     students = example_class.build_submissions(course, assignments.get(ASSIGNMENT), REPO, cluster_sample())
@@ -282,7 +302,8 @@ def graded_on_a_cluster(tmp_path_factory):
         with mock.patch.dict(os.environ, {"PGPASSFILE": str(server.passfile)}):
             done = grade_here(course, "--scheduler", address)
             assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-            yield course, students, submission_rows(url, ASSIGNMENT), done
+            rows = submission_rows(url, ASSIGNMENT)
+    return course, students, rows, done
 
 
 def test_a_dask_cluster_and_a_postgresql_gradebook_give_every_score_comment_and_feedback_file_of_a_local_run(

@@ -24,12 +24,14 @@ the student's own (:func:`student_data`), read and written through the public Gr
 (:mod:`autograder.nbgrader.dask_executor`).
 
 A new gradebook costs nbgrader a run of ``alembic heads`` (a subprocess, 2-3 s of CPU): :func:`new_gradebook`
-pays it once per process and schema, and writes later new gradebooks from that first empty one.
+pays it once per process and schema, and writes later new gradebooks from that first empty one; with
+:data:`EMPTY_GRADEBOOKS` set in the environment, once per directory and schema, for every process that inherits it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import sqlite3
@@ -58,6 +60,12 @@ def sqlite_url(path: Path) -> str:
 #: (course id, :func:`schema_key`) → the bytes of an empty SQLite gradebook nbgrader made for them.
 _empty_gradebooks: dict[tuple, bytes] = {}
 
+#: The environment variable naming a directory where :func:`new_gradebook` also keeps the empty gradebooks
+#: nbgrader made, for the processes that come after this one (each a ``make grade``, a Dask worker, a pytest-xdist
+#: worker: each would otherwise pay its own ``alembic heads``). Unset by default; the test suite sets it
+#: (tests/conftest.py), whose command-line runs and cluster workers are new processes.
+EMPTY_GRADEBOOKS = "ATTENTION_LAB_EMPTY_GRADEBOOKS"
+
 
 def schema_key() -> tuple:
     """What an empty gradebook's content depends on besides its course id.
@@ -82,7 +90,10 @@ def new_gradebook(target: Path, course_id: str = COURSE_ID) -> Path:
 
     The first call per course id and :func:`schema_key` lets nbgrader make it (``Gradebook(url)``: tables,
     ``alembic_version`` from a run of ``alembic heads``, the course's row) and keeps its bytes; later calls
-    write those bytes. ``Gradebook`` then finds a database with tables and runs no ``alembic``.
+    write those bytes. ``Gradebook`` then finds a database with tables and runs no ``alembic``. When the
+    environment names a directory in :data:`EMPTY_GRADEBOOKS`, the bytes are also kept there (one file per
+    course id and schema, written whole by a rename) and a process's first call reads them from there if an
+    earlier process made them; a directory that cannot be read or written is as if none were named.
 
     Parameters
     ----------
@@ -102,12 +113,27 @@ def new_gradebook(target: Path, course_id: str = COURSE_ID) -> Path:
         When nbgrader's ``alembic heads`` fails (on the first call for a key).
     """
     key = (course_id, schema_key())
+    kept = os.environ.get(EMPTY_GRADEBOOKS)
+    # the key in the file's name: another nbgrader, other migration scripts or another course id miss it
+    kept = Path(kept) / f"{hashlib.sha256(repr(key).encode()).hexdigest()[:32]}.db" if kept else None
+    if key not in _empty_gradebooks and kept is not None:
+        with contextlib.suppress(OSError):  # none kept yet, or a directory this process cannot read: nbgrader makes it
+            _empty_gradebooks[key] = kept.read_bytes()
     if key not in _empty_gradebooks:
         with tempfile.TemporaryDirectory(prefix="attention-lab-empty-gradebook-") as scratch:
             made = Path(scratch) / "gradebook.db"
             with Gradebook(sqlite_url(made), course_id=course_id):
                 pass
             _empty_gradebooks[key] = made.read_bytes()
+        if kept is not None:  # renamed into place: a process reading it at the same time sees all or nothing
+            partial = kept.with_name(f".{kept.name}.{os.getpid()}")
+            try:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                partial.write_bytes(_empty_gradebooks[key])
+                os.replace(partial, kept)
+            except OSError:  # a directory this process cannot write: the later processes make their own
+                with contextlib.suppress(OSError):
+                    partial.unlink(missing_ok=True)
     Path(target).unlink(missing_ok=True)
     Path(target).write_bytes(_empty_gradebooks[key])
     return Path(target)
