@@ -11,7 +11,6 @@ import re
 import nbformat
 import numpy as np
 import pytest
-from matplotlib import colormaps
 
 from attention_lab.a01_attention import visual as ex
 from browser_support import (CHROMIUM, EXPOSE_APP, HASH_JS, PIXEL_JS, course_copy, lab_server, open_alone,
@@ -19,7 +18,7 @@ from browser_support import (CHROMIUM, EXPOSE_APP, HASH_JS, PIXEL_JS, course_cop
 from conftest import ASSIGNMENT, REPO
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"
-ZERO_COLOUR = (np.array(colormaps[ex.COLORMAP](0.0)[:3]) * 255).round()
+ZERO_COLOUR = (np.array(ex.colormaps[ex.COLORMAP](0.0)[:3]) * 255).round()
 
 if not os.path.exists(CHROMIUM):
     if os.environ.get("CI"):

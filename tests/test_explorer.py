@@ -74,7 +74,7 @@ def test_mask_on_zeroes_the_upper_triangle_and_off_does_not(explorer):
     explorer.T_slider.value = 20
     assert np.all(np.triu(explorer.view.weights, 1) == 0)
     assert "every weight above the diagonal is zero" in explorer.summary.value
-    zero_colour = (np.array(colormaps[ex.COLORMAP](0.0)[:3]) * 255).round()
+    zero_colour = (np.array(ex.colormaps[ex.COLORMAP](0.0)[:3]) * 255).round()
     assert np.abs(heatmap_pixel(explorer, 2, 17) - zero_colour).max() <= 2
     explorer.causal_box.value = False
     assert np.count_nonzero(np.triu(explorer.view.weights, 1)) == 20 * 19 // 2
