@@ -161,10 +161,3 @@ def test_the_chosen_dtype_bar_differs_from_the_others_in_lightness(explorers):
     chosen = [bar.get_facecolor() for bar, name in zip(bars, mx.DTYPES) if name == explorers["masking"].settings.dtype]
     others = [bar.get_facecolor() for bar, name in zip(bars, mx.DTYPES) if name != explorers["masking"].settings.dtype]
     assert smallest_difference(chosen, others)[0] >= MIN_DELTA_L
-
-
-def test_the_written_out_curve_colours_are_the_viridis_samples():
-    """plots.CURVE_COLOURS is written out (importing plots needs no matplotlib); these are the samples it names."""
-    from matplotlib.colors import to_hex
-
-    assert plots.CURVE_COLOURS == tuple(to_hex(colormaps[plots.COLORMAP](x)) for x in (0.4, 0.75, 0.1)) + ("#000000",)

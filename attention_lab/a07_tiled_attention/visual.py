@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from matplotlib.colors import BoundaryNorm, ListedColormap
+from matplotlib.patches import Patch
 
 from attention_lab.core.plots import CURVE_COLOURS
 from attention_lab.core.explorer import (Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
@@ -136,10 +138,6 @@ class TileFigure(ExplorerFigure):
     """The tile map, redrawn whole for each view (its grid changes with every block size)."""
 
     def __init__(self):
-        # imported here, not with the module: a graded kernel makes no explorer and never imports matplotlib
-        # (core.explorer.ExplorerFigure says why)
-        from matplotlib.colors import BoundaryNorm, ListedColormap
-
         super().__init__(FIGURE_SIZE)
         self.ax = self.figure.add_axes(AXES_RECT)
         self.cmap = ListedColormap(COLOURS)
@@ -158,8 +156,6 @@ class TileFigure(ExplorerFigure):
                 rows = np.arange(s.T_q)
                 ax.plot(np.repeat(rows + offset + 1, 2), np.column_stack([rows, rows + 1]).ravel(), color="black",
                         lw=1.2, label="the causal mask's edge")
-            from matplotlib.patches import Patch
-
             handles = [Patch(color=c, label=n) for c, n in zip(COLOURS, NAMES)] + ax.get_lines()
             ax.legend(handles=handles, loc="upper left",
                       bbox_to_anchor=(1.02, 1.0), fontsize="small", frameon=False)

@@ -30,6 +30,10 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
+from matplotlib.figure import Figure
 
 from attention_lab.core.calls import call_learner
 from attention_lab.core.plots import COLORMAP, COLOUR_SCALES, DEFAULT_COLOUR_SCALE, ColourScale
@@ -283,12 +287,6 @@ class ExplorerFigure:
     """
 
     def __init__(self, size: tuple[float, float]):
-        # matplotlib is imported when a figure is made, not with this module: under nbgrader no explorer is
-        # made (unless_grading), and a graded kernel then never pays for importing it (benchmarks/kernel_imports.md)
-        from matplotlib import colormaps
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-
         self.figure = Figure(figsize=size, dpi=DPI, facecolor="white")
         self.canvas = FigureCanvasAgg(self.figure)
         self.background = None
@@ -328,8 +326,6 @@ class ExplorerFigure:
             return
         for image in images:
             image.set_norm(scale.norm())
-        from matplotlib.cm import ScalarMappable
-
         self.colour_bar_ax.clear()
         self.colour_bar = self.figure.colorbar(ScalarMappable(scale.norm(), self.weight_colormap),
                                                cax=self.colour_bar_ax, label=scale.label, extend=scale.extend)

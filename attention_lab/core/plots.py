@@ -14,17 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-# matplotlib is imported where a figure is drawn, not here: the graded kernel of a notebook without static
-# figures imports this module only through its explorer, which is not shown while grading, and importing
-# matplotlib would cost it about 0.4 CPU-s (benchmarks/kernel_imports.md)
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.colors import Normalize
-    from matplotlib.figure import Figure
+from matplotlib import colormaps
+from matplotlib.axes import Axes
+from matplotlib.colors import LogNorm, Normalize, to_hex
+from matplotlib.figure import Figure
 
 COLORMAP = "viridis"  # perceptually uniform and colour-blind safe; every attention heatmap uses it
 #: The colour map of signed values (positional encodings, Jacobians): its lightness rises from end to end, so that
@@ -35,9 +30,7 @@ SIGNED_COLORMAP = "cividis"
 #: lightness hardly moves under simulated colour-vision deficiency) and black, each at least 20 apart in CIELAB
 #: lightness from every other, also under simulated protan, deutan and tritan vision (tests/test_colour_contrast.py
 #: measures the drawn lines), so that they stay apart in greyscale and print too.
-#: (viridis at 0.4, 0.75 and 0.1, written out so that importing this module needs no matplotlib;
-#: tests/test_colour_contrast.py checks them against the colour map.)
-CURVE_COLOURS = ("#2a788e", "#5ec962", "#482475", "#000000")
+CURVE_COLOURS = tuple(to_hex(colormaps[COLORMAP](x)) for x in (0.4, 0.75, 0.1)) + ("#000000",)
 #: Reference lines (uniform ceilings, 1/T): black, dashed by the plots, so that they differ from the first three
 #: curve colours in lightness and from the fourth in pattern.
 REFERENCE_COLOUR = "#000000"
@@ -84,8 +77,6 @@ class ColourScale:
         matplotlib.colors.Normalize
             A new instance each call (an image and its colour bar must not share one).
         """
-        from matplotlib.colors import LogNorm, Normalize
-
         return LogNorm(LOG_FLOOR, 1.0, clip=True) if self.logarithmic else Normalize(0.0, 1.0, clip=True)
 
     def values(self, weights) -> np.ndarray:
@@ -164,8 +155,6 @@ def axes_or_new(ax: Axes | None, size: tuple[float, float]) -> Axes:
     """``ax``, or the Axes of a new constrained-layout figure of ``size`` inches when ``ax`` is None."""
     if ax is not None:
         return ax
-    from matplotlib.figure import Figure
-
     return Figure(figsize=size, layout="constrained").add_subplot()
 
 
@@ -224,8 +213,6 @@ def heatmap(values: np.ndarray, ax: Axes | None, *, title: str, cmap: str, limit
         The heatmap's Axes; its figure also holds the colour bar.
     """
     ax = axes_or_new(ax, size)
-    from matplotlib.colors import Normalize
-
     norm = Normalize(*limits) if norm is None else norm
     image = ax.imshow(values, cmap=cmap, norm=norm, interpolation="nearest", aspect="auto")
     xlabel, ylabel, colorbar_label = labels
@@ -332,8 +319,6 @@ def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], la
     -------
     (matplotlib.figure.Figure, matplotlib.axes.Axes or numpy.ndarray of Axes)
     """
-    from matplotlib.figure import Figure
-
     figure = Figure(figsize=figsize, layout=layout)
     return figure, figure.subplots(nrows, ncols, **kwargs)
 

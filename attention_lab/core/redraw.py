@@ -11,12 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-if TYPE_CHECKING:  # imported for drawing only (png_bytes): a graded kernel draws no explorer
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from PIL import Image as PILImage
 
 # Redraws only run when a control changes, so this delay is the longest a change waits; it is long enough for a
 # slider drag's burst of values to arrive in one redraw and short enough not to be noticed.
@@ -161,8 +159,6 @@ def png_bytes(canvas: FigureCanvasAgg) -> bytes:
     bytes
         RGB PNG; the figures are opaque, so the alpha channel is dropped.
     """
-    from PIL import Image as PILImage
-
     rgba = np.asarray(canvas.buffer_rgba())
     buffer = io.BytesIO()
     # The fastest compression: the image is shown once and replaced at the next redraw, so size matters less.
