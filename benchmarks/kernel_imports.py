@@ -141,7 +141,9 @@ def main() -> int:
               "drawing calls), importing matplotlib (about 0.4 CPU-s; in assignments 6 and 7 only for the explorer, "
               "which grading does not show) and `%matplotlib inline` loading pyplot and its inline backend, which no "
               "cell uses. After: no figure is drawn while grading (the cell says so), the set-up cells import no "
-              "pyplot, and the explorers import matplotlib only when they draw. Run All draws everything as before: "
+              "pyplot; matplotlib is still imported when the set-up cell loads the course's plotting modules (a lazy import "
+              "was tried and undone: a submission that fills the kernel's memory before a figure cell then crashed "
+              "the kernel importing it, tests/test_grading.py's growing-list case). Run All draws everything as before: "
               "its rows differ by noise (the kernel alone differs by as much between the two trees)."]
     (REPO / "benchmarks" / "kernel_imports.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return 0
