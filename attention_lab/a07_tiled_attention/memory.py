@@ -194,7 +194,7 @@ def plot_memory(tiled_attention: Callable, T_values: Sequence[int] = T_VALUES, d
         print("(the memory plot is not drawn while grading)")
         return None
 
-    # imported here, after the check above: a graded kernel never loads matplotlib for this plot
+    # imported here, after the check above: a graded kernel skips this plot's imports with the plot
     from attention_lab.core.calls import call_learner
     from attention_lab.core.plots import CURVE_COLOURS, REFERENCE_COLOUR, show_figure, subplots
 

