@@ -277,6 +277,8 @@ _ALIBI_SQUARE = frozenset({"4 heads, T = 6", "batch of 2, 8 heads, K and V share
 _EQUAL_HEADS = frozenset({"n_heads = n_kv_heads = 3 (multi-head attention), causal"})
 _ONE_KV_HEAD = frozenset({"multi-query: 4 query heads, 1 kv head, no mask"})
 _GQA_ERROR = frozenset({"n_kv_heads = 3 does not divide n_heads = 4: ValueError"})
+_GQA_ALL = _GQA_ERROR | _EQUAL_HEADS | _ONE_KV_HEAD | {"4 query heads in 2 groups, causal, d_model = 8",
+                                                     "6 query heads in 3 groups, no mask, d_model = 12"}
 
 KNOWN_MISTAKES = {
     # ---- from_earlier_assignments: the pasted functions (each graded in its own assignment; here once, in step 0)
@@ -489,6 +491,22 @@ KNOWN_MISTAKES = {
          Edit(_GQ, "V = np.repeat(split_heads(x @ W_v, n_kv_heads), group, axis=0)",
               "V = split_heads(x @ W_v, n_heads)")), passes=_EQUAL_HEADS | _GQA_ERROR),
 
+    "output_projection_forgotten": Mistake(
+        "the merged heads returned without the output projection W_o", "test_grouped_query_attention",
+        "Grouped-query attention changes only how many key/value heads there are; as in assignment 2, the merged "
+        "heads (T, n_heads · d_head) are multiplied by W_o (Vaswani et al. 2017, §3.2.2).",
+        (Edit(_GQ, "return merge_heads(heads) @ W_o, weights", "return merge_heads(heads), weights"),),
+        passes=_GQA_ERROR),
+
+    "assert_instead_of_value_error": Mistake(
+        "the sizes checked with assert (AssertionError) instead of raising a ValueError", "test_grouped_query_attention",
+        "When n_kv_heads does not divide n_heads the function must refuse with a ValueError that names both "
+        "numbers; an assert raises AssertionError, and Python drops it altogether under python -O.",
+        (Edit(_GQ, '    if n_heads % n_kv_heads:\n        raise ValueError(f"n_kv_heads={n_kv_heads} must divide '
+                   'n_heads={n_heads}")\n',
+              '    assert n_heads % n_kv_heads == 0, "n_kv_heads must divide n_heads"\n'),),
+        passes=_GQA_ALL - _GQA_ERROR),
+
     # ---- kv_cache_bytes
     "keys_only": Mistake(
         "only the keys counted (no factor 2)", "test_kv_cache_bytes",
@@ -530,8 +548,9 @@ def _earlier_cases():
         Case("attention, a batch of 2, 3 queries over 5 keys with a (3, 5) mask", "scaled_dot_product_attention",
              (Q, K, V), {"mask": bottom_right}, outputs=("the output", "the weights"), rtol=0.0, atol=1e-12),
         Case("causal mask, 3 queries over 7 keys", "causal_mask", (3, 7), outputs=("the mask",)),
-        Case("causal mask, square, T_k omitted (T = 4)", "causal_mask", (4,), outputs=("the mask",)),
-        Case("causal mask, T_q = 6 > T_k = 4: ValueError", "causal_mask", (6, 4), raises="ValueError"),
+        # weight 0: the square mask and the ValueError are graded in assignment 5; here they show the function is there
+        Case("causal mask, square, T_k omitted (T = 4)", "causal_mask", (4,), outputs=("the mask",), weight=0),
+        Case("causal mask, T_q = 6 > T_k = 4: ValueError", "causal_mask", (6, 4), raises="ValueError", weight=0),
         Case("split_heads, 4 tokens into 3 heads", "split_heads", (rng.normal(size=(4, 6)), 3),
              outputs=("the heads",)),
         Case("merge_heads, 3 heads of 4 tokens", "merge_heads", (rng.normal(size=(3, 4, 2)),),

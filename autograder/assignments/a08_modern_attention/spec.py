@@ -268,12 +268,13 @@ QUESTIONS.add("cache_bytes", "Llama 2 70B's cache per token", Number(0), 327680,
              "of bytes: both give this number.",
     4096: "every layer has its own cache: multiply by the 80 layers.",
 }, also_correct=("327680.0", "3.2768e5"))
-QUESTIONS.add("alibi_slope", "an ALiBi slope", Number(1e-12), 0.125, wrong={
-    0.25: "head index 0 has the slope 2^(−8/8) = 1/2, index 1 has 1/4, so index 2 has 1/8.",
-    1 / 64: "head 0 has the steepest slope (1/2) and the slopes shrink from there; counting from the gentlest one "
-            "(1/256) reverses the order.",
-    0.5: "1/2 is the slope of the first head, index 0; the question asks for the third head, index 2.",
-}, also_correct=("1.25e-1", "0.1250"))
+QUESTIONS.add("alibi_slope", "an ALiBi slope", Number(0), 3, wrong={
+    2: "2^(−2) = 1/4 is the slope of head index 1: the sequence starts at 2^(−8/8) = 1/2 for index 0, so index 2 "
+       "has 2^(−3).",
+    6: "2^(−6) = 1/64 counts from the gentlest head (1/256); head 0 has the steepest slope, 1/2, and the slopes "
+       "shrink from there.",
+    1: "2^(−1) = 1/2 is the slope of the first head, index 0; the question asks for the third head, index 2.",
+}, also_correct=("3.0", "3e0"))
 QUESTIONS.add("gqa_group", "which kv head", Number(0), 0, wrong={
     1: "that is 3 mod 2, interleaved groups (np.tile); groups are contiguous: query heads 0–3 share kv head 0, 4–7 "
        "kv head 1.",
