@@ -621,6 +621,7 @@ class MemoryFigure(ExplorerFigure):
                 ax.text(0.02, 0.97, f"weights: {readable_bytes(weights)}, {weights / top:.3g}× the top bar (off the "
                         "axis; log axes show them)", transform=ax.transAxes, va="top", fontsize="small")
             if s.log_scale:
+                ax.yaxis.set_major_formatter(lambda value, _: f"{value:g}")  # 0.1, 1, 10 rather than 10⁻¹, 10⁰, 10¹
                 positive = values[values > 0] / unit
                 ax.set_ylim(float(positive.min()) / 2 if positive.size else 0.5, max(top / unit, 1.0) * 3)
             else:
