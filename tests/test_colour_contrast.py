@@ -46,6 +46,7 @@ EXPLORERS = {
     "tiles": lambda: TileExplorer(a07.tile_schedule, T_q=10, T_k=10, block_q=4, block_k=3, sync=True),
     "rope": lambda: a08_visual.RopeExplorer(a08.apply_rope, T=12, d_head=8, sync=True),
     "cache memory": lambda: a08_visual.CacheMemoryExplorer(a08.kv_cache_bytes, log_scale=True, sync=True),
+    "alibi": lambda: a08_visual.AlibiExplorer(a08.alibi_slopes, n_heads=4, T=8, row=5, sync=True),
 }
 
 

@@ -210,12 +210,14 @@ def test_bad_initial_rope_settings_are_refused_by_name(setting, message):
 def test_not_shown_under_nbgrader(monkeypatch, capsys):
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     assert vis.explore_rope(ref.apply_rope) is None and vis.explore_cache_memory(ref.kv_cache_bytes) is None
+    assert vis.explore_alibi(ref.alibi_slopes) is None
     assert capsys.readouterr().out == ("(the RoPE explorer is not shown while grading)\n"
-                                       "(the KV-cache memory explorer is not shown while grading)\n")
+                                       "(the KV-cache memory explorer is not shown while grading)\n"
+                                       "(the ALiBi explorer is not shown while grading)\n")
 
 
 def test_the_explorers_are_built_on_the_one_explorer_base():
-    for explorer_class in (vis.RopeExplorer, vis.CacheMemoryExplorer):
+    for explorer_class in (vis.RopeExplorer, vis.CacheMemoryExplorer, vis.AlibiExplorer):
         assert issubclass(explorer_class, explorer_module.Explorer)
         assert "redraw" not in vars(explorer_class) and "_on_change" not in vars(explorer_class)
 
@@ -305,3 +307,64 @@ def test_bad_initial_memory_settings_are_refused_by_name(setting, message):
                                      (512, "512 B"), (2.5 * 2 ** 20, "2.5 MiB")])
 def test_bytes_are_said_in_binary_units(n, text):
     assert vis.readable_bytes(n) == text
+
+
+# ---- ALiBi --------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def alibi():
+    return vis.AlibiExplorer(ref.alibi_slopes, n_heads=8, T=32, sync=True)
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_the_bias_is_alibis_and_the_weights_are_its_softmax(alibi):
+    view = alibi.view
+    np.testing.assert_array_equal(view.slopes, 2.0 ** -np.arange(1, 9))  # 1/2 … 1/256
+    np.testing.assert_array_equal(view.bias, ref.alibi_bias(8, 32, 32))  # −m_h (i − j), −inf for j > i
+    np.testing.assert_allclose(view.weights, softmax(ref.alibi_bias(8, 32, 32)[:, 31, :]), atol=1e-15)
+    # the steepest head's weights fall as e^(−d/2) with the distance d: 0.39 on the last key, 0.63 on the last two;
+    # the gentlest is almost uniform over the 32 keys, so half its weight takes the last 16
+    assert (view.spans[0], view.spans[-1]) == (2, 16) and list(view.spans) == sorted(view.spans)
+    assert "half its weight on the last 2 keys under the steepest head (0, slope 0.5)" in alibi.summary.value
+    assert "on the last 16 keys under the gentlest (7, slope 0.003906)" in alibi.summary.value
+    drawn = alibi.figure.head_axes[0].get_images()[0].get_array()
+    assert np.ma.getdata(drawn)[0, 1] != np.ma.getdata(drawn)[0, 1]  # −inf drawn as the "bad" colour, black
+    assert alibi.figure.head_axes[0].get_ylabel() == "query position"
+    assert alibi.figure.head_axes[-1].get_xlabel() == "key position"
+
+
+def test_the_row_follows_t_and_the_grid_follows_n_heads(alibi):
+    alibi.heads_slider.value = 6
+    assert len(alibi.figure.head_axes) == 6
+    np.testing.assert_array_equal(alibi.view.slopes, ref.alibi_slopes(6))  # 1/4 … 1/256, then 1/2 and 1/8
+    before = alibi.redraws
+    alibi.T_slider.value = 12  # the row was the last one: it stays the last one, in one redraw
+    assert (alibi.row_slider.value, alibi.row_slider.max, alibi.redraws) == (11, 11, before + 1)
+    alibi.row_slider.value = 3
+    alibi.T_slider.value = 20
+    assert alibi.row_slider.value == 3 and alibi.view.weights[:, 4:].max() == 0  # future keys get nothing
+    alibi.heads_slider.value, alibi.T_slider.value = 8, 32
+    alibi.row_slider.value = 31
+
+
+def test_slopes_of_the_wrong_shape_or_sign_are_named():
+    for returned, message in (("np.ones(n_heads + 1)", "returned shape (9,); expected one slope per head, shape (8,)"),
+                              ("-2.0 ** -np.arange(1, n_heads + 1)", "every slope is a finite number > 0"),
+                              ("[0.5] * n_heads", "returned list")):
+        namespace = namespace_with({"slopes": f"def alibi_slopes(n_heads):\n    return {returned}"})
+        explorer = vis.AlibiExplorer(namespace["alibi_slopes"], sync=True)
+        assert explorer.view is None and message in explorer.error
+    namespace = namespace_with({"slopes": "def alibi_slopes(n_heads):\n    raise NotImplementedError()"})
+    explorer = vis.AlibiExplorer(namespace["alibi_slopes"], sync=True)
+    assert explorer.error == "alibi_slopes raised NotImplementedError" and "⚠" in explorer.summary.value
+
+
+def test_bad_initial_alibi_settings_are_refused_by_name():
+    with pytest.raises(ValueError, match="n_heads must be an integer from 1 to 16; received 0"):
+        vis.AlibiExplorer(ref.alibi_slopes, n_heads=0, sync=True)
+    with pytest.raises(ValueError, match="row must be an integer from 0 to T − 1 = 7; received 8"):
+        vis.AlibiExplorer(ref.alibi_slopes, T=8, row=8, sync=True)
