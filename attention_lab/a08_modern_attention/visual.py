@@ -850,75 +850,90 @@ def compute_alibi_view(alibi_slopes: Callable, settings: AlibiSettings) -> Alibi
 
 
 class AlibiFigure(ExplorerFigure):
-    """A grid of bias heatmaps (one per head) and the weights of one query row per head, redrawn whole per view."""
+    """A grid of bias heatmaps (one per head) and the weights of one query row per head.
+
+    The Axes and images are built for each (n_heads, T) and only their data, colour range, titles and row marks
+    change with the query row (or a redefined ``alibi_slopes``): rebuilding sixteen heatmaps costs more than drawing.
+    """
 
     def __init__(self):
         super().__init__(ALIBI_FIGURE_SIZE)
-        self.head_axes: list = []
         self.bias_bar_ax = self.figure.add_axes(BIAS_BAR_RECT)
         self.weights_ax = self.figure.add_axes(ALIBI_WEIGHTS_RECT)
         self.weights_bar_ax = self.figure.add_axes(WEIGHTS_BAR_RECT)
         self.bias_cmap = ALLOWED_COLORMAP.with_extremes(bad=BLOCKED)  # −inf (drawn as NaN): black, as masks are
-        self.bias_image = None
+        self.weights_cmap = ALLOWED_COLORMAP.with_extremes(bad=BLOCKED)
+        self.head_axes: list = []
+        self.bias_images: list = []
+        self.row_lines: list = []
         self.weights_image = None
-        self.layout_n_heads = None
+        self.grid = None  # the (n_heads, T) the Axes were built for
+        self.weights_ax.set_xlabel("key position")
+        self.weights_ax.set_ylabel("head")
+        self.weights_ax.legend(handles=[Patch(color=BLOCKED, label="future key: bias −inf, weight 0")],
+                               loc="upper left", bbox_to_anchor=(0.0, -0.16), fontsize="small", frameon=False)
 
-    def _layout(self, n_heads: int) -> None:
+    def layout(self, n_heads: int, T: int) -> None:
+        """Build one heatmap per head in a grid of at most four columns, and the weights' image, for T positions."""
         for ax in self.head_axes:
             ax.remove()
         columns = min(n_heads, 4)
         rows = -(-n_heads // columns)
         left, bottom, width, height = HEADS_AREA
-        gap = 0.012
-        w, h = (width - gap * (columns - 1)) / columns, (height - 0.05 * (rows - 1)) / rows
-        self.head_axes = [self.figure.add_axes((left + (w + gap) * (k % columns),
-                                                bottom + (h + 0.05) * (rows - 1 - k // columns), w, h))
-                          for k in range(n_heads)]
-        self.layout_n_heads = n_heads
+        gap_x, gap_y = 0.012, 0.05
+        w, h = (width - gap_x * (columns - 1)) / columns, (height - gap_y * (rows - 1)) / rows
+        self.head_axes, self.bias_images, self.row_lines = [], [], []
+        for k in range(n_heads):
+            row_from_top, column = divmod(k, columns)
+            ax = self.figure.add_axes((left + (w + gap_x) * column, bottom + (h + gap_y) * (rows - 1 - row_from_top),
+                                       w, h))
+            self.bias_images.append(ax.imshow(np.zeros((T, T)), cmap=self.bias_cmap, norm=Normalize(-1.0, 0.0),
+                                              interpolation="nearest", aspect="auto"))
+            self.row_lines.append(ax.axhline(0, color="white", lw=0.8))  # the query row drawn on the right
+            ax.tick_params(labelsize=6, length=2)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            if column:
+                ax.tick_params(labelleft=False)
+            if k + columns < n_heads:  # the bottom heatmap of each column keeps its labels
+                ax.tick_params(labelbottom=False)
+            self.head_axes.append(ax)
+        self.head_axes[0].set_ylabel("query position", fontsize=8)
+        self.head_axes[-1].set_xlabel("key position", fontsize=8)
+        self.bias_bar_ax.clear()
+        self.figure.colorbar(self.bias_images[0], cax=self.bias_bar_ax, label="bias −m_h · (i − j)")
+        ax = self.weights_ax
+        if self.weights_image is not None:
+            self.weights_image.remove()
+        self.weights_image = ax.imshow(np.ones((n_heads, T)), cmap=self.weights_cmap, norm=LogNorm(LOG_FLOOR, 1.0),
+                                       interpolation="nearest", aspect="auto")
+        ax.set_xlim(-0.5, T - 0.5)
+        ax.set_ylim(n_heads - 0.5, -0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_yticks(range(n_heads))
+        ax.tick_params(axis="y", labelsize=7 if n_heads > 8 else 9)
+        self.weights_bar_ax.clear()
+        self.figure.colorbar(self.weights_image, cax=self.weights_bar_ax, label="attention weight (log scale)",
+                             extend="min")
+        self.grid = (n_heads, T)
 
     def render(self, settings: AlibiSettings, view: AlibiView | None) -> bytes:
         """Draw one view (empty panels when ``view`` is None) and return the figure as PNG bytes."""
         s = settings
-        if self.layout_n_heads != s.n_heads:
-            self._layout(s.n_heads)
-        lowest = float(np.nanmin(np.where(np.isfinite(view.bias), view.bias, np.nan))) if view is not None else -1.0
-        norm = Normalize(min(lowest, -1e-12), 0.0)  # one range for every head: the steep ones reach far below 0
-        for h, ax in enumerate(self.head_axes):
-            ax.clear()
-            values = np.where(np.isfinite(view.bias[h]), view.bias[h], np.nan) if view is not None else \
-                np.full((s.T, s.T), np.nan)
-            image = ax.imshow(values, cmap=self.bias_cmap, norm=norm, interpolation="nearest", aspect="auto")
-            ax.axhline(s.row, color="white", lw=0.8)  # the query row drawn on the right
-            slope = f", m = {view.slopes[h]:.3g}" if view is not None else ""
-            ax.set_title(f"head {h}{slope}", fontsize=8, pad=2)
-            ax.tick_params(labelsize=6, length=2)
-            if h % min(s.n_heads, 4):
-                ax.set_yticklabels([])
-            if h // min(s.n_heads, 4) < (len(self.head_axes) - 1) // min(s.n_heads, 4):
-                ax.set_xticklabels([])
-            self.bias_image = image
-        self.head_axes[0].set_ylabel("query position", fontsize=8)
-        self.head_axes[-1].set_xlabel("key position", fontsize=8)
-        self.bias_bar_ax.clear()
-        self.figure.colorbar(self.bias_image, cax=self.bias_bar_ax, label="bias −m_h · (i − j)")
-        ax = self.weights_ax
-        ax.clear()
+        if self.grid != (s.n_heads, s.T):
+            self.layout(s.n_heads, s.T)
+        finite = np.where(np.isfinite(view.bias), view.bias, np.nan) if view is not None else \
+            np.full((s.n_heads, s.T, s.T), np.nan)
+        lowest = float(np.nanmin(finite)) if view is not None else -1.0
+        for h, (ax, image, line) in enumerate(zip(self.head_axes, self.bias_images, self.row_lines)):
+            image.set_data(finite[h])
+            image.set_clim(min(lowest, -1e-12), 0.0)  # one range for every head: the steep ones reach far below 0
+            line.set_ydata([s.row, s.row])
+            ax.set_title(f"head {h}" + (f", m = {view.slopes[h]:.3g}" if view is not None else ""), fontsize=8, pad=2)
         weights = np.full((s.n_heads, s.T), np.nan) if view is None else np.where(
-            np.arange(s.T)[None, :] <= s.row, view.weights, np.nan)
-        weights_cmap = ALLOWED_COLORMAP.with_extremes(bad=BLOCKED, under=ALLOWED_COLORMAP(0.0))
-        self.weights_image = ax.imshow(np.clip(weights, LOG_FLOOR, 1.0), cmap=weights_cmap,
-                                       norm=LogNorm(LOG_FLOOR, 1.0), interpolation="nearest", aspect="auto")
-        ax.set_xlabel("key position")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel("head")
-        ax.set_yticks(range(s.n_heads))
-        ax.tick_params(axis="y", labelsize=7 if s.n_heads > 8 else 9)
-        ax.set_title(f"weights of query {s.row} from the bias alone (q · k = 0)", fontsize=10)
-        ax.legend(handles=[Patch(color=BLOCKED, label="future key: bias −inf, weight 0")], loc="upper left",
-                  bbox_to_anchor=(0.0, -0.16), fontsize="small", frameon=False)
-        self.weights_bar_ax.clear()
-        self.figure.colorbar(self.weights_image, cax=self.weights_bar_ax, label="attention weight (log scale)",
-                             extend="min")
+            np.arange(s.T)[None, :] <= s.row, np.clip(view.weights, LOG_FLOOR, 1.0), np.nan)
+        self.weights_image.set_data(weights)
+        self.weights_ax.set_title(f"weights of query {s.row} from the bias alone (q · k = 0)", fontsize=10)
         return self.png()
 
 
