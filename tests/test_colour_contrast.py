@@ -19,6 +19,7 @@ from attention_lab.a05_kv_cache.visual import CacheCostExplorer
 from attention_lab.a06_gradients.visual import GradientExplorer
 from attention_lab.a07_tiled_attention import memory as a07_memory
 from attention_lab.a07_tiled_attention.visual import TileExplorer
+from attention_lab.a08_modern_attention import alibi as a08_alibi
 from attention_lab.a08_modern_attention import visual as a08_visual
 from attention_lab.core import plots
 from autograder.assignments.a01_attention import reference as a01
@@ -46,7 +47,7 @@ EXPLORERS = {
     "tiles": lambda: TileExplorer(a07.tile_schedule, T_q=10, T_k=10, block_q=4, block_k=3, sync=True),
     "rope": lambda: a08_visual.RopeExplorer(a08.apply_rope, T=12, d_head=8, sync=True),
     "cache memory": lambda: a08_visual.CacheMemoryExplorer(a08.kv_cache_bytes, log_scale=True, sync=True),
-    "alibi": lambda: a08_visual.AlibiExplorer(a08.alibi_slopes, n_heads=4, T=8, row=5, sync=True),
+    "alibi": lambda: a08_alibi.AlibiExplorer(a08.alibi_slopes, n_heads=4, T=8, row=5, sync=True),
 }
 
 

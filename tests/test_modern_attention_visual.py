@@ -1,11 +1,11 @@
-"""Assignment 8's explorers, driven headlessly: RoPE's score pattern and the KV cache against n_kv_heads.
+"""Assignment 8's explorers, driven headlessly: RoPE's score pattern, the KV cache against n_kv_heads, ALiBi's bias.
 
 The RoPE explorer's heatmap is Toeplitz, unchanged by a shift of every position and not symmetric; its curves
 are the heatmap's diagonals, assignment 3's PE(t)·PE(t+k) and pair i's sinusoid; rotate_half is another
 Toeplitz pattern, the one of an independent rotate_half RoPE. A wrong apply_rope shows a pattern that is not
 Toeplitz (and says so), a relative mistake (positions counted from 1) does not. The memory explorer's bars are
-the formula for every n_kv_heads dividing n_heads. A function that raises, hangs or returns the wrong thing is
-reported in one line, and a fixed cell is picked up.
+the formula for every n_kv_heads dividing n_heads. ALiBi's explorer draws the reference's bias and its softmax. A
+function that raises, hangs or returns the wrong thing is reported in one line, and a fixed cell is picked up.
 """
 
 import math
@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pytest
 
+from attention_lab.a08_modern_attention import alibi as alibi_visual
 from attention_lab.a08_modern_attention import visual as vis
 from attention_lab.core import explorer as explorer_module
 from autograder.assignments.a03_positional import reference as a03
@@ -210,14 +211,14 @@ def test_bad_initial_rope_settings_are_refused_by_name(setting, message):
 def test_not_shown_under_nbgrader(monkeypatch, capsys):
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     assert vis.explore_rope(ref.apply_rope) is None and vis.explore_cache_memory(ref.kv_cache_bytes) is None
-    assert vis.explore_alibi(ref.alibi_slopes) is None
+    assert alibi_visual.explore_alibi(ref.alibi_slopes) is None
     assert capsys.readouterr().out == ("(the RoPE explorer is not shown while grading)\n"
                                        "(the KV-cache memory explorer is not shown while grading)\n"
                                        "(the ALiBi explorer is not shown while grading)\n")
 
 
 def test_the_explorers_are_built_on_the_one_explorer_base():
-    for explorer_class in (vis.RopeExplorer, vis.CacheMemoryExplorer, vis.AlibiExplorer):
+    for explorer_class in (vis.RopeExplorer, vis.CacheMemoryExplorer, alibi_visual.AlibiExplorer):
         assert issubclass(explorer_class, explorer_module.Explorer)
         assert "redraw" not in vars(explorer_class) and "_on_change" not in vars(explorer_class)
 
@@ -313,7 +314,7 @@ def test_bytes_are_said_in_binary_units(n, text):
 
 @pytest.fixture(scope="module")
 def alibi():
-    return vis.AlibiExplorer(ref.alibi_slopes, n_heads=8, T=32, sync=True)
+    return alibi_visual.AlibiExplorer(ref.alibi_slopes, n_heads=8, T=32, sync=True)
 
 
 def softmax(x):
@@ -356,15 +357,15 @@ def test_slopes_of_the_wrong_shape_or_sign_are_named():
                               ("-2.0 ** -np.arange(1, n_heads + 1)", "every slope is a finite number > 0"),
                               ("[0.5] * n_heads", "returned list")):
         namespace = namespace_with({"slopes": f"def alibi_slopes(n_heads):\n    return {returned}"})
-        explorer = vis.AlibiExplorer(namespace["alibi_slopes"], sync=True)
+        explorer = alibi_visual.AlibiExplorer(namespace["alibi_slopes"], sync=True)
         assert explorer.view is None and message in explorer.error
     namespace = namespace_with({"slopes": "def alibi_slopes(n_heads):\n    raise NotImplementedError()"})
-    explorer = vis.AlibiExplorer(namespace["alibi_slopes"], sync=True)
+    explorer = alibi_visual.AlibiExplorer(namespace["alibi_slopes"], sync=True)
     assert explorer.error == "alibi_slopes raised NotImplementedError" and "⚠" in explorer.summary.value
 
 
 def test_bad_initial_alibi_settings_are_refused_by_name():
     with pytest.raises(ValueError, match="n_heads must be an integer from 1 to 16; received 0"):
-        vis.AlibiExplorer(ref.alibi_slopes, n_heads=0, sync=True)
+        alibi_visual.AlibiExplorer(ref.alibi_slopes, n_heads=0, sync=True)
     with pytest.raises(ValueError, match="row must be an integer from 0 to T − 1 = 7; received 8"):
-        vis.AlibiExplorer(ref.alibi_slopes, T=8, row=8, sync=True)
+        alibi_visual.AlibiExplorer(ref.alibi_slopes, T=8, row=8, sync=True)
