@@ -21,6 +21,8 @@ attention at 1, grouped-query in between, multi-head at n_heads), the bytes of t
 at T tokens from the given ``kv_cache_bytes``, with the model's weights as a reference line when the sizes
 are a preset's (Llama 2 70B, Mistral 7B, a GPT-2-small-like model).
 
+ALiBi's bias per head, the third visual of the self-study notebook, is in :mod:`.alibi`.
+
 Both look the function up again by name before every redraw (a re-run cell is picked up); one that raises,
 hangs or returns the wrong thing is reported in one red line in place of the summary, and its panels are
 left empty. The summary line is each picture's text alternative.
@@ -131,7 +133,7 @@ def rotate_half_order(d_head: int) -> np.ndarray:
 
 
 def sinusoid_by_offset(offsets: np.ndarray, d_head: int, base: float) -> np.ndarray:
-    """Assignment 3's PE(t) · PE(t + k) ÷ (d_head / 2) = mean over the pairs of cos(k ω_i), ω_i = base^(−2i/d_head).
+    """Assignment 3's PE(t) · PE(t + k) ÷ (d_head / 2): the mean over the pairs of cos(k ω_i), ω_i = base^(−2i/d_head).
 
     The same for every t (a sum of cos(k ω_i), by the angle-difference formula) and even in k.
 
@@ -233,8 +235,9 @@ def rope_summary(view: RopeView, s: RopeSettings, theta: float) -> str:
         pattern = (f"Every diagonal of the {T} × {T} scores is constant (spread {view.toeplitz_spread:.1e}): the "
                    "score sees only the offset n − m")
     else:
-        pattern = (f"The diagonals of the {T} × {T} scores are NOT constant (spread up to {view.toeplitz_spread:.3g}): "
-                   "these scores depend on the positions themselves, not only on n − m — RoPE's would not")
+        pattern = (f"The diagonals of the {T} × {T} scores are NOT constant (spread up to "
+                   f"{view.toeplitz_spread:.3g}): these scores depend on the positions themselves, not only on "
+                   "n − m — RoPE's would not")
     if s.shift:
         moved = (f"shifting every position by s = {s.shift} changes no score by more than {view.shift_change:.1e}"
                  if view.shift_change <= TOEPLITZ_TOLERANCE else
@@ -243,7 +246,8 @@ def rope_summary(view: RopeView, s: RopeSettings, theta: float) -> str:
         moved = "the shift s is 0 (move it to shift every position)"
     symmetric = (f"not symmetric: the score at offset +{shown} is {ahead:.3f}, at −{shown} {behind:.3f}, while "
                  "assignment 3's PE(t) · PE(t + k) is the same for ±k" if view.asymmetry > TOEPLITZ_TOLERANCE else
-                 f"symmetric in the offset (largest difference {view.asymmetry:.1e}), as assignment 3's PE(t) · PE(t + k)")
+                 f"symmetric in the offset (largest difference {view.asymmetry:.1e}), as assignment 3's "
+                 "PE(t) · PE(t + k)")
     period = 2 * math.pi / theta
     pairing = ("rotate_half pairing (i, i + d_head/2): your apply_rope on q and k with their coordinates reordered — "
                "another pattern for the same q, k, with the same properties" if s.rotate_half else
@@ -621,6 +625,7 @@ class MemoryFigure(ExplorerFigure):
                 ax.text(0.02, 0.97, f"weights: {readable_bytes(weights)}, {weights / top:.3g}× the top bar (off the "
                         "axis; log axes show them)", transform=ax.transAxes, va="top", fontsize="small")
             if s.log_scale:
+                ax.yaxis.set_major_formatter(lambda value, _: f"{value:g}")  # 0.1, 1, 10, not 10⁻¹, 10⁰, 10¹
                 positive = values[values > 0] / unit
                 ax.set_ylim(float(positive.min()) / 2 if positive.size else 0.5, max(top / unit, 1.0) * 3)
             else:
