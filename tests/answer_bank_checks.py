@@ -1,4 +1,5 @@
-"""Checks every draft answer bank must pass (assignments 7 and 8): used by tests/test_draft_bank_*.py.
+"""Checks every edit-form answer bank must pass (assignments 7 and 8): used by tests/test_tiled_attention_bank.py
+and tests/test_modern_attention_bank.py.
 
 A bank module has ``STEPS``, ``REFERENCE``, ``SOLUTION``, ``CORRECT``, ``MISTAKES`` and hidden cases;
 see ``autograder/assignments/a07_tiled_attention/bank.py``. Only trusted code (the bank's own

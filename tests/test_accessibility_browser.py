@@ -102,8 +102,9 @@ def page(browser, lab):
 def test_the_pages_are_found_in_the_folders():
     assert START_PAGE in PAGES
     assert len([p for p in PAGES if p.startswith("notebooks/")]) >= 8
-    assert len([p for p in PAGES if p.startswith("release/")]) >= 7
-    assert {"notebooks/07_tiled_attention_explorer.ipynb", "release/07_tiled_attention/tiled_attention.ipynb"} <= set(PAGES)
+    assert len([p for p in PAGES if p.startswith("release/")]) >= 8
+    assert {"notebooks/07_tiled_attention_explorer.ipynb", "release/07_tiled_attention/tiled_attention.ipynb",
+            "release/08_modern_attention/modern_attention.ipynb"} <= set(PAGES)
 
 
 def test_the_excused_jupyterlab_rules_do_not_match_course_content():

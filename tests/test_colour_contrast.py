@@ -19,6 +19,8 @@ from attention_lab.a05_kv_cache.visual import CacheCostExplorer
 from attention_lab.a06_gradients.visual import GradientExplorer
 from attention_lab.a07_tiled_attention import memory as a07_memory
 from attention_lab.a07_tiled_attention.visual import TileExplorer
+from attention_lab.a08_modern_attention import alibi as a08_alibi
+from attention_lab.a08_modern_attention import visual as a08_visual
 from attention_lab.core import plots
 from autograder.assignments.a01_attention import reference as a01
 from autograder.assignments.a02_multi_head import reference as a02
@@ -27,6 +29,7 @@ from autograder.assignments.a04_masking import reference as a04
 from autograder.assignments.a05_kv_cache import reference as a05
 from autograder.assignments.a06_gradients import reference as a06
 from autograder.assignments.a07_tiled_attention import reference as a07
+from autograder.assignments.a08_modern_attention import reference as a08
 from colour_contrast import MIN_DELTA_L, colour_bar_problems, legend_problems, smallest_difference, unique_colours
 
 MASKING = (a04.padding_mask, a04.causal_padding_mask, a04.masked_softmax)
@@ -42,6 +45,9 @@ EXPLORERS = {
     "kv cache": lambda: CacheCostExplorer(a05.attention_cost_per_token, T=64, d_model=128, d_head=16, sync=True),
     "gradients": lambda: GradientExplorer(a06.softmax_jacobian, a06.softmax_backward, T=8, d_head=16, sync=True),
     "tiles": lambda: TileExplorer(a07.tile_schedule, T_q=10, T_k=10, block_q=4, block_k=3, sync=True),
+    "rope": lambda: a08_visual.RopeExplorer(a08.apply_rope, T=12, d_head=8, sync=True),
+    "cache memory": lambda: a08_visual.CacheMemoryExplorer(a08.kv_cache_bytes, log_scale=True, sync=True),
+    "alibi": lambda: a08_alibi.AlibiExplorer(a08.alibi_slopes, n_heads=4, T=8, row=5, sync=True),
 }
 
 

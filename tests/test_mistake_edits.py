@@ -68,7 +68,7 @@ def _graded(folder: str) -> list[BankMistake]:
 
 
 def _edit_draft(folder: str) -> list[BankMistake]:
-    """Assignments 7 and 8: ``MISTAKES`` are Mistakes of ``SOLUTION``, cases from ``hidden_cases()``."""
+    """A draft bank whose ``MISTAKES`` are Mistakes of its own ``SOLUTION``, cases from ``hidden_cases()``."""
     module = _bank(folder)
     cases = module.hidden_cases(**({"include_memory_case": False} if folder.startswith("a07") else {}))
 

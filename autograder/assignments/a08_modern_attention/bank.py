@@ -1,28 +1,37 @@
-"""Draft answer bank for assignment 8 (RoPE, ALiBi, grouped-query attention): solution, variants, hidden cases.
+"""Answer bank of assignment 8 (RoPE, ALiBi, grouped-query attention): solution, variants, hidden cases.
 
-Layout-independent material for the notebook, spec and answer bank (see DESIGN.md next to this
-file), in the same form as assignment 7's ``bank``:
+See DESIGN.md next to this file for what each case, variant and mistake is for.
 
-* ``SOLUTION`` — the solution cells (grade_id → source) as a learner writes them; the first cell,
-  ``from_earlier_assignments``, holds what the learner pastes from assignments 1, 2 and 5;
-* ``CORRECT`` — differently written correct answers (:class:`Variant`);
-* ``MISTAKES`` — known mistakes as exact edits of ``SOLUTION`` (:class:`Mistake`);
-* :func:`hidden_cases` and ``REFERENCE``.
+* ``SOLUTION`` — the source notebook's solution cells (grade_id → source; the grade_ids of the
+  solution cells are the function names, the test cells are ``STEPS``); the first cell,
+  ``from_earlier_assignments``, holds what the learner pastes from assignments 1, 2 and 5.
+* ``CORRECT`` — differently written correct answers (cell replacements, :class:`Variant`).
+* ``KNOWN_MISTAKES`` — known mistakes as exact edits of ``SOLUTION`` (:class:`Mistake`);
+  ``MISTAKES`` holds the edited cells the grader uses.
+* :func:`hidden_cases` — the hidden cases per step (seeded), which the spec hands the grader, and
+  ``REFERENCE``, the functions that give their expected results.
 
-tests/test_draft_bank_modern_attention.py checks every variant and mistake on these cases.
+tests/test_modern_attention_bank.py runs every correct variant against the reference on the hidden
+cases and on random inputs, and every mistake on the hidden cases of its step, in this process;
+tests/test_mistake_edits.py and tests/test_grader.py grade them as the grader does.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from autograder.grader.bank import Edit, Mistake
+from autograder.grader.bank import Edit, Mistake, source_solution, variants
 from autograder.grader.spec import Case, Variant
+
+from autograder.assignments.a01_attention import reference as attention
+from autograder.assignments.a02_multi_head import reference as multi_head
+from autograder.assignments.a05_kv_cache import reference as kv_cache
 
 from . import reference as ref
 
 #: Test cells in notebook order: grade_id → (what it grades, points).
 STEPS = {
+    "test_from_earlier_assignments": ("your functions from assignments 1, 2 and 5", 1),
     "test_apply_rope": ("apply_rope: pairs (2i, 2i + 1) turned by position × θ_i", 2),
     "test_rope_attention": ("rope_attention: rotated queries and keys, the queries last", 1),
     "test_rope_attend_with_cache": ("rope_attend_with_cache: positions after the cache, rotated keys cached", 1),
@@ -33,120 +42,62 @@ STEPS = {
 }
 
 
-def _rope_cache_reference(x_new, K_cache, V_cache, W_q, W_k, W_v):
-    return ref.rope_attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v)
-
-
 REFERENCE = {
+    "softmax": attention.softmax,
+    "scaled_dot_product_attention": attention.scaled_dot_product_attention,
+    "causal_mask": kv_cache.causal_mask,
+    "split_heads": multi_head.split_heads,
+    "merge_heads": multi_head.merge_heads,
     "apply_rope": ref.apply_rope,
     "rope_attention": ref.rope_attention,
-    "rope_attend_with_cache": _rope_cache_reference,
+    "rope_attend_with_cache": ref.rope_attend_with_cache,
     "alibi_slopes": ref.alibi_slopes,
     "alibi_attention": ref.alibi_attention,
     "grouped_query_attention": ref.grouped_query_attention,
     "kv_cache_bytes": ref.kv_cache_bytes,
 }
 
-# ------------------------------------------------------------------ solution (reference style)
-SOLUTION = {
-    "from_earlier_assignments": '''
-def softmax(x, axis=-1):
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
-
-
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    weights = softmax(scores)
-    return weights @ V, weights
-
-
-def causal_mask(T_q, T_k=None):
-    T_k = T_q if T_k is None else T_k
-    if T_q > T_k:
-        raise ValueError(f"T_q={T_q} > T_k={T_k}")
-    return np.tril(np.ones((T_q, T_k), dtype=bool), k=T_k - T_q)
-
-
-def split_heads(X, n_heads):
-    T, d_model = X.shape
-    return X.reshape(T, n_heads, d_model // n_heads).transpose(1, 0, 2)
-
-
-def merge_heads(H):
-    n_heads, T, d_head = H.shape
-    return H.transpose(1, 0, 2).reshape(T, n_heads * d_head)
-''',
-    "apply_rope": '''
-def apply_rope(x, positions, base=10000.0):
-    d = x.shape[-1]
-    theta = base ** (-np.arange(0, d, 2) / d)  # one angle per pair (2i, 2i + 1)
-    angles = np.asarray(positions)[..., None] * theta
-    cos, sin = np.cos(angles), np.sin(angles)
-    even, odd = x[..., 0::2], x[..., 1::2]
-    out = np.empty(x.shape)
-    out[..., 0::2] = even * cos - odd * sin
-    out[..., 1::2] = even * sin + odd * cos
-    return out
-''',
-    "rope_attention": '''
-def rope_attention(Q, K, V, causal=True):
-    T_q, T_k = Q.shape[-2], K.shape[-2]
-    Q_rot = apply_rope(Q, np.arange(T_k - T_q, T_k))  # the queries are the last T_q positions
-    K_rot = apply_rope(K, np.arange(T_k))
-    mask = causal_mask(T_q, T_k) if causal else None
-    return scaled_dot_product_attention(Q_rot, K_rot, V, mask=mask)
-''',
-    "rope_attend_with_cache": '''
-def rope_attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
-    T_past = K_cache.shape[0]
-    positions = np.arange(T_past, T_past + x_new.shape[0])  # the new tokens come after the cached ones
-    q = apply_rope(x_new @ W_q, positions)
-    K = np.concatenate([K_cache, apply_rope(x_new @ W_k, positions)])  # the cache holds rotated keys
-    V = np.concatenate([V_cache, x_new @ W_v])
-    out, _ = scaled_dot_product_attention(q, K, V, mask=causal_mask(x_new.shape[0], K.shape[0]))
-    return out, K, V
-''',
-    "alibi_slopes": '''
-def alibi_slopes(n_heads):
-    closest = 2 ** int(np.floor(np.log2(n_heads)))  # the largest power of two <= n_heads
-    slopes = 2.0 ** (-8.0 * np.arange(1, closest + 1) / closest)
-    if closest < n_heads:  # the authors' rule: every other slope of 2 * closest heads
-        slopes = np.concatenate([slopes, alibi_slopes(2 * closest)[0::2][:n_heads - closest]])
-    return slopes
-''',
-    "alibi_attention": '''
-def alibi_attention(Q, K, V):
-    n_heads, T_q, T_k = Q.shape[-3], Q.shape[-2], K.shape[-2]
-    position = np.arange(T_k - T_q, T_k)[:, None]  # query i sits at position i + T_k - T_q
-    distance = position - np.arange(T_k)[None, :]
-    bias = -alibi_slopes(n_heads)[:, None, None] * distance
-    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]) + bias
-    scores = np.where(causal_mask(T_q, T_k), scores, -np.inf)
-    weights = softmax(scores)
-    return weights @ V, weights
-''',
-    "grouped_query_attention": '''
-def grouped_query_attention(x, W_q, W_k, W_v, W_o, n_heads, n_kv_heads, mask=None):
-    if n_heads % n_kv_heads:
-        raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads}")
-    group = n_heads // n_kv_heads
-    Q = split_heads(x @ W_q, n_heads)
-    K = np.repeat(split_heads(x @ W_k, n_kv_heads), group, axis=0)  # query head h uses kv head h // group
-    V = np.repeat(split_heads(x @ W_v, n_kv_heads), group, axis=0)
-    heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)
-    return merge_heads(heads) @ W_o, weights
-''',
-    "kv_cache_bytes": '''
-def kv_cache_bytes(T, n_layers, n_kv_heads, d_head, bytes_per_value):
-    return 2 * T * n_layers * n_kv_heads * d_head * bytes_per_value  # a key and a value per kv head, layer, token
-''',
-}
+# ------------------------------------------------------------------ solution
+#: The source notebook's solution cells (grade_id → source), read from source/08_modern_attention/, never a copy.
+SOLUTION = source_solution(__name__)
 
 # ------------------------------------------------------------------ correct variants
 CORRECT = {
+    "earlier_written_differently": Variant(
+        "the pasted functions written differently: attention_scores helper, einsum, a −1e9 fill, index masks", {
+            "from_earlier_assignments": '''
+def softmax(x, axis=-1):
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return np.exp(shifted) / np.exp(shifted).sum(axis=axis, keepdims=True)
+
+
+def attention_scores(Q, K):
+    return np.einsum("...qd,...kd->...qk", Q, K) / np.sqrt(Q.shape[-1])
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = attention_scores(Q, K)
+    if mask is not None:
+        scores = np.where(mask, scores, -1e9)
+    weights = softmax(scores, axis=-1)
+    return np.einsum("...qk,...kd->...qd", weights, V), weights
+
+
+def causal_mask(T_q, T_k=None):
+    if T_k is None:
+        T_k = T_q
+    if T_q > T_k:
+        raise ValueError("causal_mask needs T_q <= T_k")
+    return np.arange(T_k)[None, :] <= np.arange(T_q)[:, None] + (T_k - T_q)
+
+
+def split_heads(X, n_heads):
+    return np.stack(np.split(X, n_heads, axis=1))
+
+
+def merge_heads(H):
+    return np.concatenate(list(H), axis=1)
+'''}),
     "rope_complex": Variant("RoPE as complex multiplication of pairs x_2i + i x_2i+1 by e^(i p θ) (Meta's LLaMA)", {
         "apply_rope": '''
 def apply_rope(x, positions, base=10000.0):
@@ -311,6 +262,12 @@ def kv_cache_bytes(T, n_layers, n_kv_heads, d_head, bytes_per_value):
 }
 
 # ------------------------------------------------------------------ known mistakes
+_EA = "from_earlier_assignments"
+_EA_ALL = frozenset({"softmax of logits as large as 1e4", "attention, a batch of 2, 3 queries over 5 keys with a (3, 5) mask",
+                     "causal mask, 3 queries over 7 keys", "causal mask, square, T_k omitted (T = 4)",
+                     "causal mask, T_q = 6 > T_k = 4: ValueError", "split_heads, 4 tokens into 3 heads",
+                     "merge_heads, 3 heads of 4 tokens"})
+_EA_NO_MASK = _EA_ALL - {"attention, a batch of 2, 3 queries over 5 keys with a (3, 5) mask"}
 _AR, _RA, _RC = "apply_rope", "rope_attention", "rope_attend_with_cache"
 _SL, _AA, _GQ, _KB = "alibi_slopes", "alibi_attention", "grouped_query_attention", "kv_cache_bytes"
 _ROPE_SQUARE = frozenset({"causal, T = 6, d_head = 8", "no mask, batch (2, 3), T = 5, d_head = 4"})
@@ -320,8 +277,43 @@ _ALIBI_SQUARE = frozenset({"4 heads, T = 6", "batch of 2, 8 heads, K and V share
 _EQUAL_HEADS = frozenset({"n_heads = n_kv_heads = 3 (multi-head attention), causal"})
 _ONE_KV_HEAD = frozenset({"multi-query: 4 query heads, 1 kv head, no mask"})
 _GQA_ERROR = frozenset({"n_kv_heads = 3 does not divide n_heads = 4: ValueError"})
+_GQA_ALL = _GQA_ERROR | _EQUAL_HEADS | _ONE_KV_HEAD | {"4 query heads in 2 groups, causal, d_model = 8",
+                                                     "6 query heads in 3 groups, no mask, d_model = 12"}
 
-MISTAKES = {
+KNOWN_MISTAKES = {
+    # ---- from_earlier_assignments: the pasted functions (each graded in its own assignment; here once, in step 0)
+    "mask_with_zero": Mistake(
+        "blocked scores set to 0 instead of −inf", "test_from_earlier_assignments",
+        "A blocked score of 0 still gets weight e⁰ = 1 after the softmax. Blocked scores must become −∞ (or a very "
+        "large negative number) before the softmax, so that they get weight exactly 0 (assignment 1).",
+        (Edit(_EA, "np.where(mask, scores, -np.inf)", "np.where(mask, scores, 0.0)"),), passes=_EA_NO_MASK),
+    "no_max_subtraction": Mistake(
+        "softmax without subtracting the maximum", "test_from_earlier_assignments",
+        "exp overflows to inf for logits above about 709 (float64), and inf / inf is NaN. Softmax does not change "
+        "when the same number is subtracted from every logit: subtract the row's maximum (assignment 1).",
+        (Edit(_EA, "e = np.exp(x - np.max(x, axis=axis, keepdims=True))", "e = np.exp(x)"),),
+        passes=_EA_ALL - {"softmax of logits as large as 1e4"}),
+    "earlier_mask_top_left": Mistake(
+        "causal mask aligned top-left (j ≤ i) instead of bottom-right", "test_from_earlier_assignments",
+        "With fewer queries than keys the queries are the last T_q positions: query i sits at position "
+        "i + T_k − T_q, so the triangle belongs in the bottom-right corner (assignment 5).",
+        (Edit(_EA, "np.tril(np.ones((T_q, T_k), dtype=bool), k=T_k - T_q)", "np.tril(np.ones((T_q, T_k), dtype=bool))"),),
+        evidence="pytorch/pytorch#108108", passes=_EA_ALL - {"causal mask, 3 queries over 7 keys"}),
+    "split_without_transpose": Mistake(
+        "split_heads reshapes straight to (n_heads, T, d_head), without moving the head axis", "test_from_earlier_assignments",
+        "Head h holds columns h·d_head … (h+1)·d_head − 1 of every token: reshape to (T, n_heads, d_head) first, "
+        "then move the head axis to the front (assignment 2).",
+        (Edit(_EA, "X.reshape(T, n_heads, d_model // n_heads).transpose(1, 0, 2)",
+              "X.reshape(n_heads, T, d_model // n_heads)"),),
+        evidence="jsbaan/transformer-from-scratch#6", passes=_EA_ALL - {"split_heads, 4 tokens into 3 heads"}),
+    "merge_without_transpose": Mistake(
+        "merge_heads reshapes (n_heads, T, d_head) straight to (T, d_model), without moving the head axis back",
+        "test_from_earlier_assignments",
+        "Token t's row is head 0's features of token t, then head 1's, …: move the head axis next to d_head "
+        "(transpose to (T, n_heads, d_head)) before the reshape (assignment 2).",
+        (Edit(_EA, "H.transpose(1, 0, 2).reshape(T, n_heads * d_head)", "H.reshape(T, n_heads * d_head)"),),
+        passes=_EA_ALL - {"merge_heads, 3 heads of 4 tokens"}),
+
     # ---- apply_rope
     "rotate_half_pairing": Mistake(
         "pairs (i, i + d/2), the GPT-NeoX / Hugging Face rotate_half convention, instead of (2i, 2i + 1)",
@@ -499,6 +491,22 @@ MISTAKES = {
          Edit(_GQ, "V = np.repeat(split_heads(x @ W_v, n_kv_heads), group, axis=0)",
               "V = split_heads(x @ W_v, n_heads)")), passes=_EQUAL_HEADS | _GQA_ERROR),
 
+    "output_projection_forgotten": Mistake(
+        "the merged heads returned without the output projection W_o", "test_grouped_query_attention",
+        "Grouped-query attention changes only how many key/value heads there are; as in assignment 2, the merged "
+        "heads (T, n_heads · d_head) are multiplied by W_o (Vaswani et al. 2017, §3.2.2).",
+        (Edit(_GQ, "return merge_heads(heads) @ W_o, weights", "return merge_heads(heads), weights"),),
+        passes=_GQA_ERROR),
+
+    "assert_instead_of_value_error": Mistake(
+        "the sizes checked with assert (AssertionError) instead of raising a ValueError", "test_grouped_query_attention",
+        "When n_kv_heads does not divide n_heads the function must refuse with a ValueError that names both "
+        "numbers; an assert raises AssertionError, and Python drops it altogether under python -O.",
+        (Edit(_GQ, '    if n_heads % n_kv_heads:\n        raise ValueError(f"n_kv_heads={n_kv_heads} must divide '
+                   'n_heads={n_heads}")\n',
+              '    assert n_heads % n_kv_heads == 0, "n_kv_heads must divide n_heads"\n'),),
+        passes=_GQA_ALL - _GQA_ERROR),
+
     # ---- kv_cache_bytes
     "keys_only": Mistake(
         "only the keys counted (no factor 2)", "test_kv_cache_bytes",
@@ -520,10 +528,34 @@ MISTAKES = {
 }
 
 
+#: The grader's form of the mistakes: the edited cells (what the spec hands the grader).
+MISTAKES = variants(KNOWN_MISTAKES, SOLUTION)
+
+
 # ------------------------------------------------------------------ hidden cases
 def _attention_inputs(rng, batch, T_q, T_k, d, d_v):
     return (rng.normal(0, 1.5, batch + (T_q, d)), rng.normal(0, 1.5, batch + (T_k, d)),
             rng.normal(size=batch + (T_k, d_v)))
+
+
+def _earlier_cases():
+    rng = np.random.default_rng(8000)
+    Q, K, V = rng.normal(0, 1.5, (2, 3, 4)), rng.normal(0, 1.5, (2, 5, 4)), rng.normal(size=(2, 5, 2))
+    bottom_right = np.tril(np.ones((3, 5), dtype=bool), k=2)
+    return [
+        Case("softmax of logits as large as 1e4", "softmax", (np.array([[1000.0, 1001.0, 1002.0], [-1e4, 0.0, 1e4]]),),
+             outputs=("the probabilities",)),
+        Case("attention, a batch of 2, 3 queries over 5 keys with a (3, 5) mask", "scaled_dot_product_attention",
+             (Q, K, V), {"mask": bottom_right}, outputs=("the output", "the weights"), rtol=0.0, atol=1e-12),
+        Case("causal mask, 3 queries over 7 keys", "causal_mask", (3, 7), outputs=("the mask",)),
+        # weight 0: the square mask and the ValueError are graded in assignment 5; here they show the function is there
+        Case("causal mask, square, T_k omitted (T = 4)", "causal_mask", (4,), outputs=("the mask",), weight=0),
+        Case("causal mask, T_q = 6 > T_k = 4: ValueError", "causal_mask", (6, 4), raises="ValueError", weight=0),
+        Case("split_heads, 4 tokens into 3 heads", "split_heads", (rng.normal(size=(4, 6)), 3),
+             outputs=("the heads",)),
+        Case("merge_heads, 3 heads of 4 tokens", "merge_heads", (rng.normal(size=(3, 4, 2)),),
+             outputs=("the merged rows",)),
+    ]
 
 
 def _rope_cases():
@@ -629,6 +661,7 @@ def _bytes_cases():
 def hidden_cases() -> dict[str, list[Case]]:
     """Proposed hidden cases, test-cell grade_id → cases (seeded)."""
     return {
+        "test_from_earlier_assignments": _earlier_cases(),
         "test_apply_rope": _rope_cases(),
         "test_rope_attention": _rope_attention_cases(),
         "test_rope_attend_with_cache": _rope_cache_cases(),

@@ -1,21 +1,32 @@
-"""Assignment 8's draft answer bank: correct variants agree with the reference, every mistake is caught."""
+"""Assignment 8's answer bank: correct variants agree with the reference, every mistake is caught where it says.
+
+Runs the bank's own cells in this process (trusted code), on the hidden cases the spec hands the grader
+(tests/test_grader.py and tests/test_mistake_edits.py grade them as the grader does).
+"""
+
+import types
 
 import numpy as np
 import pytest
 
 from answer_bank_checks import BankChecks
+from autograder.grader.bank import apply_edits
 from conftest import REPO
 
 from autograder.assignments.a08_modern_attention import bank
 from autograder.assignments.a08_modern_attention import reference as ref
-CHECKS = BankChecks(bank, bank.hidden_cases(),
+#: the bank as BankChecks reads a bank: its mistakes as Mistakes (the graded bank's KNOWN_MISTAKES)
+_BANK = types.SimpleNamespace(STEPS=bank.STEPS, REFERENCE=bank.REFERENCE, SOLUTION=bank.SOLUTION, CORRECT=bank.CORRECT,
+                              MISTAKES=bank.KNOWN_MISTAKES, Edit=bank.Edit)
+CHECKS = BankChecks(_BANK, bank.hidden_cases(),
                     (REPO / "autograder" / "assignments" / "a08_modern_attention" / "DESIGN.md").read_text())
 SAME = dict(rtol=0.0, atol=1e-12)
+REFERENCE = bank.REFERENCE
 
 
 def test_the_steps_and_their_cases():
     assert list(bank.STEPS) == list(CHECKS.cases)
-    CHECKS.steps_and_cases(points=10)
+    CHECKS.steps_and_cases(points=11)
 
 
 def test_the_solution_cells_give_the_reference_results():
@@ -77,6 +88,18 @@ def test_correct_variant_on_random_inputs(name):
         assert f["kv_cache_bytes"](*sizes) == ref.kv_cache_bytes(*sizes)
     for n in range(1, 41):
         np.testing.assert_allclose(f["alibi_slopes"](n), ref.alibi_slopes(n), rtol=1e-12, atol=0)
+    for T_q, T_k in ((1, 1), (2, 5), (4, 4), (3, 8)):  # the pasted functions of step 0
+        np.testing.assert_array_equal(f["causal_mask"](T_q, T_k), REFERENCE["causal_mask"](T_q, T_k))
+        Q, K, V = rng.normal(0, 30.0, (2, T_q, 4)), rng.normal(size=(2, T_k, 4)), rng.normal(size=(2, T_k, 3))
+        mask = REFERENCE["causal_mask"](T_q, T_k)
+        for got, want in zip(f["scaled_dot_product_attention"](Q, K, V, mask=mask),
+                             REFERENCE["scaled_dot_product_attention"](Q, K, V, mask=mask)):
+            np.testing.assert_allclose(got, want, **SAME)
+        x = rng.normal(size=(T_k, 6))
+        for n_heads in (1, 2, 3, 6):
+            H = f["split_heads"](x, n_heads)
+            np.testing.assert_array_equal(H, REFERENCE["split_heads"](x, n_heads))
+            np.testing.assert_array_equal(f["merge_heads"](H), x)
 
 
 @pytest.mark.parametrize("name", [None, *sorted(bank.CORRECT)])
@@ -84,7 +107,7 @@ def test_no_warnings_where_the_spec_forbids_them(name):
     CHECKS.no_warnings(bank.CORRECT[name].cells if name else {})
 
 
-@pytest.mark.parametrize("name", sorted(bank.MISTAKES))
+@pytest.mark.parametrize("name", sorted(bank.KNOWN_MISTAKES))
 def test_mistake_is_wrong_on_every_case_of_its_step_except_those_it_does_not_involve(name):
     CHECKS.mistake_wrong_exactly_off_its_passes(name)
 
@@ -95,6 +118,12 @@ def test_mistakes_of_a_step_can_be_told_apart():
 
 def test_edits_apply_exactly_once():
     CHECKS.edits_apply_once()
+    with pytest.raises(ValueError, match="occurs 0 times"):
+        apply_edits(bank.SOLUTION, (bank.Edit("apply_rope", "no such text", "x"),))
+    with pytest.raises(ValueError, match="occurs 2 times"):
+        apply_edits(bank.SOLUTION, (bank.Edit("rope_attention", "np.arange(", "np.arange ("),))
+    with pytest.raises(KeyError, match="no solution cell"):
+        apply_edits(bank.SOLUTION, (bank.Edit("softmax", "a", "b"),))
 
 
 def test_the_bank_is_large_enough_and_documented():
@@ -105,7 +134,7 @@ def test_rotate_half_keeps_the_relative_property_but_is_another_function():
     """Why rotate_half is a named mistake and not a second accepted answer: both conventions are relative
     (q_m · k_n depends on n − m only), and they differ by a fixed permutation of the coordinates, so they agree
     only after permuting the weights — for the same q and k they give different rotated vectors and scores."""
-    functions = CHECKS.namespace(bank.MISTAKES["rotate_half_pairing"].cells(bank.SOLUTION))
+    functions = CHECKS.namespace(bank.KNOWN_MISTAKES["rotate_half_pairing"].cells(bank.SOLUTION))
     half = functions["apply_rope"]
     rng = np.random.default_rng(80)
     d = 8

@@ -1,0 +1,1 @@
+"""Assignment 8 (RoPE, ALiBi, grouped-query attention): self-checks and the explorers."""
