@@ -1,0 +1,1 @@
+"""Assignment 9 (the tiny-GPT capstone): the committed weights, self-checks and the head explorer."""
