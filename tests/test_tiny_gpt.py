@@ -251,3 +251,16 @@ def test_repeated_blocks_and_which_targets_are_predictable():
     assert set(lengths.tolist()) == set(range(3, 13))
     with pytest.raises(ValueError, match="L_max <= vocab_size - 1 = 19"):
         data.repeated_blocks(1, 33, 20, (3, 20), np.random.default_rng(0))
+
+
+def test_the_student_packages_loader_reads_the_same_weights_as_the_grader():
+    """``attention_lab`` must not import the grader, so it has its own loader; both read the same arrays."""
+    from attention_lab.a09_tiny_gpt.weights import load_weights as student_load
+
+    params, config = student_load()
+    reference_params, reference_config = model.load_weights()
+    assert set(params) == set(reference_params)
+    assert all(np.array_equal(params[name], reference_params[name]) for name in params)
+    assert config == {"vocab_size": reference_config.vocab_size, "block_size": reference_config.block_size,
+                      "n_heads": reference_config.n_heads, "n_layers": reference_config.n_layers,
+                      "ln_eps": reference_config.ln_eps}

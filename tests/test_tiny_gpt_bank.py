@@ -128,7 +128,7 @@ def _random_calls(seed):
     T = int(rng.integers(2, 20))
     tokens = rng.integers(0, 20, size=T)
     split = int(rng.integers(1, T))
-    _, caches = bank.reference_model_forward(params, tokens[:split], bank.LEARNER_CONFIG)
+    _, caches = bank.reference.model_forward(params, tokens[:split], bank.LEARNER_CONFIG)
     calls = [("model_forward", (params, tokens, bank.LEARNER_CONFIG), {}),
              ("model_forward", (params, tokens[split:], bank.LEARNER_CONFIG), {"caches": caches})]
     logits = rng.normal(size=20) * 2

@@ -157,61 +157,9 @@ def generate(params, config, prompt, n_new, temperature=None, uniforms=None, use
 }
 
 
-# ---------------------------------------------------------------- the learner API, by the reference model
-
-def model_config(params: Mapping[str, np.ndarray], config: Mapping) -> model.Config:
-    """The reference :class:`~autograder.assignments.a09_tiny_gpt.model.Config` for a learner ``config`` dict and parameters."""
-    return model.Config(vocab_size=params["W_emb"].shape[0], block_size=params["W_pos"].shape[0],
-                        d_model=params["W_emb"].shape[1], n_heads=config["n_heads"], n_layers=config["n_layers"],
-                        d_mlp=params["block0.W_1"].shape[1], ln_eps=float(config["ln_eps"]))
-
-
-def _cache(pair):
-    return None if pair is None else model.LayerCache(np.asarray(pair[0]), np.asarray(pair[1]))
-
-
-def reference_causal_attention(h, W_q, W_k, W_v, W_o, n_heads, cache=None):
-    """The learner's ``causal_attention`` by the reference: (output (T_new, d_model), (K, V))."""
-    out, _, grown = model.causal_self_attention(np.asarray(h, dtype=float), W_q, W_k, W_v, W_o, n_heads,
-                                                _cache(cache))
-    return out, (grown.K, grown.V)
-
-
-def reference_decoder_block(x, params, layer, n_heads, eps=1e-5, cache=None):
-    """The learner's ``decoder_block`` by the reference: (x (T_new, d_model), (K, V))."""
-    config = model_config(params, {"n_heads": n_heads, "n_layers": 1 + max(
-        int(name[5:].split(".")[0]) for name in params if name.startswith("block")), "ln_eps": eps})
-    out, _, grown = model.decoder_block(np.asarray(x, dtype=float), params, layer, config, _cache(cache))
-    return out, (grown.K, grown.V)
-
-
-def reference_model_forward(params, tokens, config, caches=None):
-    """The learner's ``model_forward`` by the reference: (logits (T_new, vocab_size), [(K, V) per layer])."""
-    result = model.forward(params, np.asarray(tokens), model_config(params, config),
-                           cache=None if caches is None else [_cache(c) for c in caches])
-    return result.logits, [(c.K, c.V) for c in result.cache]
-
-
-def reference_next_token(logits, temperature=None, u=None):
-    """Greedy argmax, or :func:`~autograder.assignments.a09_tiny_gpt.model.sample_token`."""
-    return int(np.argmax(logits)) if temperature is None else model.sample_token(logits, temperature, u)
-
-
-def reference_generate(params, config, prompt, n_new, temperature=None, uniforms=None, use_cache=True):
-    return model.generate(params, model_config(params, config), prompt, n_new, temperature=temperature,
-                          uniforms=uniforms, use_cache=use_cache)
-
-
-REFERENCE: dict[str, Callable] = {
-    "layer_norm": model.layer_norm,
-    "gelu": model.gelu,
-    "mlp": model.mlp,
-    "causal_attention": reference_causal_attention,
-    "decoder_block": reference_decoder_block,
-    "model_forward": reference_model_forward,
-    "next_token": reference_next_token,
-    "generate": reference_generate,
-}
+# The learner API by the reference model lives in reference.py.
+from . import reference  # noqa: E402
+from .reference import REFERENCE, model_config  # noqa: E402,F401
 
 
 # ---------------------------------------------------------------- hidden cases
@@ -299,7 +247,7 @@ def attention_cases() -> list[HiddenCase]:
     params = committed_parameters()
     tokens = [0, 7, 3, 15, 7, 3, 15, 7]
     h = model.layer_norm(_embedded(tokens), params["block0.ln1.gain"], params["block0.ln1.bias"])
-    _, past = reference_causal_attention(h[:5], *_attention_weights(), 2)
+    _, past = reference.causal_attention(h[:5], *_attention_weights(), 2)
     return [
         HiddenCase("full sequence of 8 (causal)", "causal_attention", (h, *_attention_weights(), 2),
                    exposes=("attn_no_mask",)),
@@ -313,7 +261,7 @@ def attention_cases() -> list[HiddenCase]:
 def block_cases() -> list[HiddenCase]:
     params = committed_parameters()
     x = _embedded([0, 7, 3, 15, 1, 7, 3, 15, 1, 7])
-    _, past = reference_decoder_block(x[:6], params, 1, 2)
+    _, past = reference.decoder_block(x[:6], params, 1, 2)
     return [
         HiddenCase("block 1 on 10 real tokens", "decoder_block", (x, params, 1, 2),
                    exposes=("block_post_ln", "block_no_attention_residual", "block_ln1_twice")),
@@ -325,7 +273,7 @@ def block_cases() -> list[HiddenCase]:
 def forward_cases() -> list[HiddenCase]:
     params = committed_parameters()
     tokens = [0, 9, 4, 12, 2, 9, 4, 12, 2, 9, 4, 12]
-    _, caches = reference_model_forward(params, tokens[:7], LEARNER_CONFIG)
+    _, caches = reference.model_forward(params, tokens[:7], LEARNER_CONFIG)
     return [
         HiddenCase("12 tokens from scratch", "model_forward", (params, tokens, LEARNER_CONFIG),
                    exposes=("forward_no_final_ln", "forward_tied_head")),
