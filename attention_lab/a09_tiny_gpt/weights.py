@@ -47,7 +47,7 @@ def load_weights(path: Path = WEIGHTS_FILE, training_path: Path = TRAINING_FILE)
     Returns
     -------
     params : dict of str to numpy.ndarray
-        Name → float64 array (read-only copies are not made; the arrays are fresh per call).
+        Name → float64 array, read from the file on every call (a learner who edits one changes only their copy).
     config : dict
         ``{"vocab_size", "block_size", "n_heads", "n_layers", "ln_eps"}``.
 
