@@ -7,6 +7,7 @@ checks the written answer is left to the instructor.
 """
 
 import re
+import tomllib
 
 import pytest
 
@@ -15,7 +16,7 @@ from attention_lab.core.questions import AnswerFormatError, Choice, Members, Num
 from attention_lab.core.worked import SelfCheckFailed
 from autograder import assignments
 from autograder.grader.in_process import grade_answers, points_of
-from autograder.grader.questions import Questions
+from autograder.grader.questions import Questions, QuestionsFileError
 from autograder.nbgrader.notebook_cells import nbgrader_meta, read_json
 from conftest import REPO
 
@@ -88,6 +89,85 @@ def test_a_declaration_must_explain_every_wrong_choice_and_its_other_spellings_m
         Questions().add("q", "q", Members(3), {0}, wrong={frozenset(): "x"}, also_correct=("[1]",))
     with pytest.raises(AnswerFormatError):
         Questions().add("q", "q", Choice("ab"), "z", wrong={})
+
+
+def test_questions_toml_reads_every_format_with_its_answers_wrong_answers_and_spellings(tmp_path):
+    path = tmp_path / "questions.toml"
+    path.write_text('''
+[[question]]
+name = "rows"
+title = "rows"
+format = "members"
+of = 4
+answer = [2, 0]
+also_correct = ["[0, 2]"]
+[[question.wrong]]
+answer = []
+why = "none is wrong"
+
+[[question]]
+name = "pick"
+title = "pick"
+format = "choice"
+letters = "abc"
+answer = "b"
+[[question.wrong]]
+answer = "a"
+why = "not a"
+[[question.wrong]]
+answer = "c"
+why = "not c"
+
+[[question]]
+name = "gain"
+title = "gain"
+format = "number"
+tolerance = 0.005
+answer = 0.25
+otherwise = "look again"
+[[question.wrong]]
+answer = 0
+why = "not zero"
+''', encoding="utf-8")
+    declared = Questions()
+    declared.add("rows", "rows", Members(4), {0, 2}, wrong={frozenset(): "none is wrong"}, also_correct=("[0, 2]",))
+    declared.add("pick", "pick", Choice("abc"), "b", wrong={"a": "not a", "c": "not c"})
+    declared.add("gain", "gain", Number(0.005), 0.25, wrong={0: "not zero"}, otherwise="look again")
+    assert list(Questions.load(path)) == list(declared)
+
+
+@pytest.mark.parametrize("text, complaint", [
+    ('[[question]]\nname = "q"\ntitle = "q"\nformat = "essay"\nanswer = 1\n', "format must be one of"),
+    ('[[question]]\nname = "q"\ntitle = "q"\nformat = "number"\nanswer = 1\n', "missing ['tolerance']"),
+    ('[[question]]\nname = "q"\ntitle = "q"\nformat = "number"\ntolerance = 0.1\nanswer = 1\npoints = 2\n',
+     "unknown ['points']"),
+    ('[[question]]\nname = "q"\ntitle = "q"\nformat = "number"\ntolerance = 0.1\nanswer = 1\n'
+     '[[question.wrong]]\nanswer = 1.05\nwhy = "close"\n', "is the right one"),
+    ('[[question]]\nname = "q"\ntitle = "q"\nformat = "number"\ntolerance = 0.1\nanswer = 1\n'
+     '[[question.wrong]]\nanswer = 3\n', "exactly the keys answer and why"),
+    ('[[question]]\nname = "q"\ntitle = "q"\nformat = "choice"\nletters = "ab"\nanswer = "a"\n',
+     "every wrong choice"),
+    ("[[question]\n", "not valid TOML"),
+    ('[questions]\nname = "q"\n', "only [[question]] tables"),
+])
+def test_a_questions_file_that_is_not_well_formed_is_refused_in_one_line_that_names_the_file(tmp_path, text, complaint):
+    path = tmp_path / "questions.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(QuestionsFileError) as refused:
+        Questions.load(path)
+    message = str(refused.value)
+    assert message.startswith(f"{path}") or message.startswith("questions.toml, question 1: "), message
+    assert complaint in message and "\n" not in message.strip(), message
+
+
+def test_every_graded_assignment_reads_its_questions_from_questions_toml_which_ships_with_the_package():
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["autograder"]
+    package = REPO / "autograder"
+    shipped = {p for pattern in config for p in package.glob(pattern)}
+    for name in ASSIGNMENTS:
+        path = package / "assignments" / assignments.folder_of(name) / "questions.toml"
+        assert path in shipped, f"{path} is not in pyproject.toml's package data"
+        assert list(Questions.load(path)) == list(ASSIGNMENTS[name].questions), name
 
 
 # ---------------------------------------------------------------- every question, graded

@@ -17,12 +17,28 @@ answer a correct variant (:attr:`Questions.correct`), so the answer bank, the te
 count them like the steps' mistakes and variants. The answers live here, in ``autograder/``, never in the
 student package or ``release/``.
 
-A spec declares its questions with :class:`Questions` and hands them to its :class:`Assignment`, which adds their
-steps, correct variants and known mistakes to its own::
+An assignment's questions are course content, not code: they are written in ``questions.toml`` next to its
+``spec.py`` (one ``[[question]]`` table each, in notebook order; :meth:`Questions.load` reads it), and the spec hands
+them to its :class:`Assignment`, which adds their steps, correct variants and known mistakes to its own::
 
-    QUESTIONS = Questions()
-    QUESTIONS.add("nan_rows", "NaN rows", Members(4), {0, 2}, wrong={...}, also_correct=("[2, 0]",))
+    QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
     ASSIGNMENT = Assignment(..., steps=STEPS, questions=QUESTIONS, correct=CORRECT, mistakes=MISTAKES)
+
+A question in ``questions.toml``::
+
+    [[question]]
+    name = "nan_rows"              # the cells answer_nan_rows, check_nan_rows, question_nan_rows
+    title = "NaN rows"
+    format = "members"             # "choice" (with letters = "abcd"), "number" (tolerance = 0.01) or "members"
+    of = 4                         # members: whole numbers 0 … of − 1, or a string of letters
+    answer = [0, 2]                # a set is written as an array
+    also_correct = ["[2, 0]"]      # other ways of writing it, as the code after ``answer_nan_rows =``
+
+    [[question.wrong]]             # one table per typical wrong answer
+    answer = [0]
+    why = "the misconception it shows (the learner reads it)"
+
+(:meth:`Questions.add` declares one in Python, for tests and tools.)
 
 Their wrong answers are on the list of mistakes only hidden inputs expose
 (:func:`autograder.grader.bank.hidden_inputs_only`) because they are questions. (A spec may also spread them in by
@@ -34,13 +50,15 @@ assignment.)
 from __future__ import annotations
 
 import ast
+import tomllib
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from attention_lab.core.questions import Choice, Format, Members, Number
 from autograder.grader.spec import Case, Step, Variant
 
-__all__ = ["Question", "Questions", "Choice", "Number", "Members", "QUESTION_REASON"]
+__all__ = ["Question", "Questions", "Choice", "Number", "Members", "QUESTION_REASON", "QuestionsFileError"]
 
 #: why a question's wrong answers are among the mistakes only hidden inputs expose (README's words)
 QUESTION_REASON = ("a question's visible check tests only the format of the answer (a letter, a number, a set): "
@@ -156,8 +174,83 @@ class Question:
         return correct, mistakes
 
 
+class QuestionsFileError(ValueError):
+    """A ``questions.toml`` that does not declare its questions as the module docstring says."""
+
+
+#: a question table's keys, and the keys each answer format takes
+_KEYS = {"name", "title", "format", "answer", "wrong", "also_correct", "otherwise"}
+_FORMATS = {"choice": ("letters", Choice), "number": ("tolerance", Number), "members": ("of", Members)}
+
+
+def _from_toml(value):
+    """An answer as TOML writes it (an array for a set) → as :class:`Question` takes it."""
+    return set(value) if isinstance(value, list) else value
+
+
+def _question(table: dict, where: str) -> Question:
+    """One ``[[question]]`` table → :class:`Question` (raises :class:`QuestionsFileError` naming ``where``)."""
+    kind = table.get("format")
+    if kind not in _FORMATS:
+        raise QuestionsFileError(f"{where}: format must be one of {', '.join(map(repr, _FORMATS))}, got {kind!r}")
+    parameter, make = _FORMATS[kind]
+    unknown = set(table) - _KEYS - {parameter}
+    missing = {"name", "title", "answer", parameter} - set(table)
+    if unknown or missing:
+        problems = "; ".join(f"{what} {sorted(keys)}" for what, keys in (("unknown", unknown), ("missing", missing))
+                             if keys)
+        raise QuestionsFileError(f"{where}: a {kind} question has the keys name, title, format, {parameter}, answer, "
+                                 f"wrong, also_correct, otherwise: {problems}")
+    wrong = {}
+    for entry in table.get("wrong", []):
+        if set(entry) != {"answer", "why"}:
+            raise QuestionsFileError(f"{where}: each [[question.wrong]] has exactly the keys answer and why, "
+                                     f"got {sorted(entry)}")
+        answer = _from_toml(entry["answer"])
+        wrong[frozenset(answer) if isinstance(answer, set) else answer] = entry["why"]
+    try:
+        return Question(table["name"], table["title"], make(table[parameter]), _from_toml(table["answer"]), wrong,
+                        tuple(table.get("also_correct", ())), table.get("otherwise", ""))
+    except ValueError as error:
+        raise QuestionsFileError(f"{where}: {error}") from error
+
+
 class Questions(list):
-    """An assignment's questions in notebook order; a spec adds them with :meth:`add` (see the module docstring)."""
+    """An assignment's questions in notebook order, read from its ``questions.toml`` (see the module docstring)."""
+
+    @classmethod
+    def load(cls, path: Path | str) -> "Questions":
+        """Read the questions of ``path`` (a ``questions.toml``; the module docstring shows its form).
+
+        Parameters
+        ----------
+        path : Path or str
+            The file, UTF-8 TOML: an array of ``[[question]]`` tables, in notebook order.
+
+        Returns
+        -------
+        Questions
+            One :class:`Question` per table, in the file's order.
+
+        Raises
+        ------
+        QuestionsFileError
+            If the file is not TOML, a table has an unknown or missing key, an unknown format, a wrong answer that
+            is the right one, a choice letter without its feedback, or an ``also_correct`` that is not the answer.
+        FileNotFoundError
+            If ``path`` does not exist.
+        """
+        path = Path(path)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as error:
+            raise QuestionsFileError(f"{path}: not valid TOML: {error}") from error
+        if set(data) - {"question"}:
+            raise QuestionsFileError(f"{path}: only [[question]] tables belong here, got {sorted(set(data))}")
+        questions = cls()
+        for number, table in enumerate(data.get("question", []), 1):
+            questions.append(_question(table, f"{path.name}, question {number}"))
+        return questions
 
     def add(self, name: str, title: str, format: Format, answer, wrong: Mapping[Any, str], also_correct=(),
             otherwise: str = "") -> Question:

@@ -8,11 +8,13 @@ dimensions, logits large enough to overflow ``exp`` without max subtraction.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from autograder.assignments.a01_attention import reference
 from autograder.grader.diagnosis import scale_ratio
-from autograder.grader.questions import Members, Number, Questions
+from autograder.grader.questions import Questions
 from autograder.grader.spec import Assignment, Case, Steps, Variant, combined, functions
 from autograder.assignments.a01_attention.bank import CORRECT, MISTAKES
 
@@ -228,19 +230,7 @@ def _worked_cases():
 
 # ---- questions that check understanding (autograder/grader/questions.py; README, "Adding a question") ------
 
-QUESTIONS = Questions()
-QUESTIONS.add("nan_rows", "NaN rows", Members(4), {0, 2}, wrong={
-    frozenset(): "max subtraction does not rescue a row whose keys are all blocked: its largest score is −inf, and "
-                 "−inf − (−inf) is NaN.",
-    frozenset({0, 1, 2}): "a row with a single allowed key is fine: that key gets weight 1 (a one-hot row), not NaN.",
-    frozenset({1}): "a row with one allowed key gets weight 1 on it; it is the rows with no allowed key at all that "
-                    "divide 0 by 0.",
-}, also_correct=("[2, 0]", "(0.0, 2)"))
-QUESTIONS.add("entropy_ceiling", "entropy ceiling", Number(0.01), 2.0794, wrong={
-    1.9459: "row i of a causal mask sees keys 0 … i: that is i + 1 keys, the diagonal included.",
-    3.0: "that is log₂ 8, in bits: entropy in this course is in nats (the natural logarithm).",
-    0.0: "0 nats is the smallest entropy (a one-hot row), not the largest.",
-}, also_correct=("2.08", "2.079"))
+QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
 
 
 ASSIGNMENT = Assignment(

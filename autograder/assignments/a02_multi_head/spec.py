@@ -11,12 +11,14 @@ calls them.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a02_multi_head import reference as multi_head
 from autograder.grader.diagnosis import scale_ratio
-from autograder.grader.questions import Choice, Number, Questions
+from autograder.grader.questions import Questions
 from autograder.grader.spec import Assignment, Case, Steps, combined, functions
 from autograder.assignments.a02_multi_head.bank import CORRECT, MISTAKES
 
@@ -266,18 +268,7 @@ def _worked_cases():
 
 # ---- questions that check understanding (autograder/grader/questions.py; README, "Adding a question") ------
 
-QUESTIONS = Questions()
-QUESTIONS.add("head_shape", "split shape", Choice("abcd"), "a", wrong={
-    "b": "(T, n_heads, d_head) is the array after the reshape but before the transpose: the heads must come first, "
-         "so that each head is a (T, d_head) matrix of its own.",
-    "c": "each head gets a d_head = d_model / n_heads slice of the features, not all d_model of them.",
-    "d": "(T, d_model) is the shape of the input and of merge_heads' result, not of the heads.",
-}, also_correct=('" A "', '"A"'))
-QUESTIONS.add("weight_count", "weight count", Number(0.5), 16384, wrong={
-    2048: "W_q of one head is (d_model, d_head), but there are n_heads of them: W_q as a whole is (d_model, d_model).",
-    131072: "the heads do not each get a full (d_model, d_model) matrix: W_q, W_k and W_v are split among the heads.",
-    12288: "that counts W_q, W_k and W_v only: the output projection W_o is (d_model, d_model) too.",
-}, also_correct=("16384.0",))
+QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
 
 
 ASSIGNMENT = Assignment(

@@ -10,12 +10,14 @@ inverse and move every position.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a03_positional import reference as positional
 from autograder.grader.diagnosis import scale_ratio
-from autograder.grader.questions import Choice, Number, Questions
+from autograder.grader.questions import Questions
 from autograder.grader.spec import Assignment, Case, Steps, functions
 from autograder.assignments.a03_positional.bank import CORRECT, MISTAKES
 
@@ -315,19 +317,7 @@ def _worked_cases():
 
 # ---- questions that check understanding (autograder/grader/questions.py; README, "Adding a question") ------
 
-QUESTIONS = Questions()
-QUESTIONS.add("permuted_tokens", "permuted tokens", Choice("abcd"), "b", wrong={
-    "a": "the output rows move with their tokens: the same rows come out, but in the permuted order, so the array "
-         "changes (unless the permutation is the identity).",
-    "c": "without positions, attention compares token contents only: moving a token moves its output row with it "
-         "and changes nothing else.",
-    "d": "every output becomes the mean of the values only when all scores are equal, which a permutation does not cause.",
-}, also_correct=('"B"', '"b "'))
-QUESTIONS.add("pe_self_dot", "PE(t)·PE(t)", Number(0.01), 8, wrong={
-    16: "each (sin, cos) pair of columns adds sin² + cos² = 1, and there are d_model / 2 pairs, not d_model.",
-    1: "the encodings are not unit vectors: every (sin, cos) pair of columns adds 1 to the squared length.",
-    0: "PE(t)·PE(t) is a squared length, and every (sin, cos) pair adds sin² + cos² = 1 to it, whatever t.",
-}, also_correct=("8.0", "8.004"))
+QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
 
 
 ASSIGNMENT = Assignment(

@@ -17,10 +17,12 @@ zero the blocked weights and renormalise" answer stays exact.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from autograder.assignments.a04_masking import reference as ref
-from autograder.grader.questions import Choice, Members, Questions
+from autograder.grader.questions import Questions
 from autograder.grader.spec import Assignment, Case, Steps, combined, functions
 from autograder.assignments.a04_masking.bank import CORRECT, MISTAKES
 
@@ -277,19 +279,7 @@ def _worked_cases():
 
 # ---- questions that check understanding (autograder/grader/questions.py; README, "Adding a question") ------
 
-QUESTIONS = Questions()
-QUESTIONS.add("float16_fill", "float16 fill", Choice("abcd"), "b", wrong={
-    "a": "float16 cannot hold −1e9: its largest finite magnitude is 65504, so the value overflows.",
-    "c": "NumPy's cast does not saturate at the largest finite float16: an out-of-range value becomes ±inf.",
-    "d": "a value too small in magnitude underflows to 0; −1e9 is far too large in magnitude, so it overflows.",
-}, also_correct=('"B"',))
-QUESTIONS.add("fully_masked", "fully masked rows", Members(3), {1}, wrong={
-    frozenset({0, 1}): "a padded query row (i ≥ length) still sees the real tokens: padding blocks keys, not "
-                       "queries, so sequence 0's row 2 sees keys 0 and 1.",
-    frozenset(): "a sequence of length 0 has no real key at all, so every one of its rows is fully masked.",
-    frozenset({0, 1, 2}): "under the causal mask every query sees key 0, which is a real token whenever the "
-                          "length is at least 1.",
-}, also_correct=("[1]", "{1.0}"))
+QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
 
 
 ASSIGNMENT = Assignment(

@@ -13,11 +13,13 @@ asks. The cost model's counts are integers and compared exactly.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a05_kv_cache import reference as kv
-from autograder.grader.questions import Choice, Number, Questions
+from autograder.grader.questions import Questions
 from autograder.grader.spec import Assignment, Case, Steps, Variant, combined, functions
 from autograder.assignments.a05_kv_cache.bank import CORRECT, MISTAKES
 
@@ -298,17 +300,7 @@ def _worked_cases():
 
 # ---- questions that check understanding (autograder/grader/questions.py; README, "Adding a question") ------
 
-QUESTIONS = Questions()
-QUESTIONS.add("cost_per_token", "cost per token", Choice("abcd"), "a", wrong={
-    "b": "t² is the cost of recomputing attention over the whole prefix for each new token, which the cache avoids.",
-    "c": "the new query must still be compared with every one of the t cached keys, so the cost grows with t.",
-    "d": "the cost of one new token depends on how many tokens came before it, not on the longest sequence allowed.",
-}, also_correct=('"A"', '" a"'))
-QUESTIONS.add("cache_bytes", "cache memory", Number(0.5), 36864, wrong={
-    18432: "the cache holds keys and values: two vectors per layer and head, not one.",
-    73728: "float16 takes 2 bytes per number, not 4 (that is float32).",
-    3072: "the cache is kept for every layer, not only one.",
-}, also_correct=("36864.0", "3.6864e4"))
+QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
 
 
 ASSIGNMENT = Assignment(

@@ -15,13 +15,15 @@ Comparison: ``numpy.allclose`` with rtol = 1e-4, atol = 1e-6 (float32 answers pa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from attention_lab.core.losses import CubicLoss
 from autograder.assignments.a06_gradients import bank, diagnoses
 from autograder.assignments.a06_gradients import reference as ref
 from autograder.grader.draft_rewrites import apply_edit
-from autograder.grader.questions import Choice, Number, Questions
+from autograder.grader.questions import Questions
 from autograder.grader.spec import Assignment, Case, Step, Variant
 
 NAME = "06_gradients"
@@ -141,18 +143,7 @@ def _worked_cases():
 
 # ---- questions that check understanding (autograder/grader/questions.py; README, "Adding a question") ------
 
-QUESTIONS = Questions()
-QUESTIONS.add("divide_by_d", "÷d_k as d_head grows", Choice("abcd"), "a", wrong={
-    "b": "that is ÷1: unscaled scores grow like √d_k and the rows saturate; ÷d_k makes the scores shrink instead.",
-    "c": "that is ÷√d_k, which keeps the variance of the scores at 1 whatever d_head is; ÷d_k makes it 1/d_k.",
-    "d": "the gain of a softmax Jacobian diag(p) − ppᵀ never exceeds 1/2, whatever the scores.",
-}, also_correct=('"A"', '"a\\n"'))
-QUESTIONS.add("uniform_gain", "gain of a uniform row", Number(0.005), 0.25, wrong={
-    0.0: "the Jacobian of a uniform row is not zero: only a change that raises every score equally (the all-ones "
-         "direction) passes nothing.",
-    0.1875: "1/n − 1/n² is a diagonal entry of the Jacobian; its gain ‖J‖₂ is its largest singular value.",
-    1.0: "a softmax Jacobian diag(p) − ppᵀ never has a gain above 1/2.",
-}, also_correct=("0.250", "2.5e-1"))
+QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
 
 
 ASSIGNMENT = Assignment(

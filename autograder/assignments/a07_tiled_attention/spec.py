@@ -17,11 +17,13 @@ Two questions (1 point each) and a written answer (0 points, graded by hand) fol
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from autograder.assignments.a07_tiled_attention import bank
 from autograder.assignments.a07_tiled_attention import reference as ref
-from autograder.grader.questions import Choice, Number, Questions
+from autograder.grader.questions import Questions
 from autograder.grader.spec import Assignment, Case, Step, Variant, combined
 
 NAME = "07_tiled_attention"
@@ -125,21 +127,7 @@ def _worked_cases():
 
 # ---- questions that check understanding (autograder/grader/questions.py; README "Adding a question") ---------
 
-QUESTIONS = Questions()
-QUESTIONS.add("sandbox_t", "smallest T over 2 GiB", Number(0.5), 16385, wrong={
-    16384: "16 384 × 16 384 float64 entries take exactly 2³¹ bytes, 2 GiB: that still fits; the question asks for "
-           "the first T whose matrix is larger.",
-    23171: "that counts 4 bytes per entry (float32); the scores here are float64, 8 bytes each.",
-    46341: "that counts one byte per entry; a float64 takes 8 bytes.",
-}, also_correct=("16385.0", "1.6385e4"))
-QUESTIONS.add("rescale", "rescaling the output", Choice("abcd"), "a", wrong={
-    "b": "e^(m′ − m) is at least 1, but measured from a larger maximum every old term e^(s − m) becomes smaller, "
-         "not larger.",
-    "c": "O accumulates the same exponentials e^(s − m) as ℓ, measured from the same old maximum: whatever ℓ needs, "
-         "O needs too.",
-    "d": "ℓ divides the output once, at the end; dividing the accumulator at every tile divides the early tiles "
-         "again and again.",
-}, also_correct=('"A"', '" a "'))
+QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
 
 
 ASSIGNMENT = Assignment(

@@ -11,11 +11,13 @@ Four questions (1 point each) and a written answer (0 points, graded by hand) fo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from autograder.assignments.a08_modern_attention import bank
 from autograder.assignments.a08_modern_attention import reference as ref
-from autograder.grader.questions import Choice, Number, Questions
+from autograder.grader.questions import Questions
 from autograder.grader.spec import Assignment, Case, Step, Variant, combined
 
 NAME = "08_modern_attention"
@@ -253,34 +255,7 @@ def _worked_cases():
 
 # ---- questions that check understanding (autograder/grader/questions.py; README "Adding a question") ---------
 
-QUESTIONS = Questions()
-QUESTIONS.add("rope_relative", "what a RoPE score depends on", Choice("abcd"), "b", wrong={
-    "a": "after both rotations the score is q R_(n−m) kᵀ: one rotation by the difference of the positions, so m "
-         "and n enter only through n − m (shift both and nothing changes).",
-    "c": "m + n is what rotating the keys backwards (by −n) would give; RoPE turns queries and keys the same way, "
-         "and R_(−m) R_n = R_(n−m).",
-    "d": "|n − m| is assignment 3's PE(t) · PE(t + k), which is the same for ±k; q R_(n−m) kᵀ and q R_(m−n) kᵀ differ "
-         "in general: RoPE scores tell ahead from behind.",
-}, also_correct=('"B"', '" b "'))
-QUESTIONS.add("cache_bytes", "Llama 2 70B's cache per token", Number(0), 327680, wrong={
-    163840: "the cache holds a key and a value for every token: multiply by 2.",
-    2621440: "one key and one value per key/value head, 8 of them, not one per query head (64) — or bits instead "
-             "of bytes: both give this number.",
-    4096: "every layer has its own cache: multiply by the 80 layers.",
-}, also_correct=("327680.0", "3.2768e5"))
-QUESTIONS.add("alibi_slope", "an ALiBi slope", Number(0), 3, wrong={
-    2: "2^(−2) = 1/4 is the slope of head index 1: the sequence starts at 2^(−8/8) = 1/2 for index 0, so index 2 "
-       "has 2^(−3).",
-    6: "2^(−6) = 1/64 counts from the gentlest head (1/256); head 0 has the steepest slope, 1/2, and the slopes "
-       "shrink from there.",
-    1: "2^(−1) = 1/2 is the slope of the first head, index 0; the question asks for the third head, index 2.",
-}, also_correct=("3.0", "3e0"))
-QUESTIONS.add("gqa_group", "which kv head", Number(0), 0, wrong={
-    1: "that is 3 mod 2, interleaved groups (np.tile); groups are contiguous: query heads 0–3 share kv head 0, 4–7 "
-       "kv head 1.",
-    3: "with 2 key/value heads there is no head 3: each kv head serves a group of 8 / 2 = 4 query heads.",
-    4: "4 is the size of a group (8 / 2); query head 3 is in the first group, kv head 3 // 4.",
-}, also_correct=("0.0", "0e0"))
+QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
 
 
 ASSIGNMENT = Assignment(
