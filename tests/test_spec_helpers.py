@@ -2,6 +2,7 @@
 
 import dataclasses
 import importlib
+import tomllib
 import types
 
 import pytest
@@ -9,7 +10,8 @@ import pytest
 from autograder import assignments
 from autograder.grader.bank import hidden_inputs_only
 from autograder.grader.questions import Choice, Questions
-from autograder.grader.spec import Assignment, Steps, Variant, combined, functions
+from autograder.grader.spec import (Assignment, ExampleStudentsFileError, Steps, Variant, combined,
+                                   example_students, functions)
 from autograder.nbgrader import notebook_cells
 from conftest import REPO
 
@@ -86,3 +88,48 @@ def test_a_question_may_not_take_the_grade_id_of_another_step():
     steps.add("question_x", "a function step")(lambda seed=0: [])
     with pytest.raises(ValueError, match="question 'x' has the grade_id of another step, 'question_x'"):
         Assignment("x", "x.ipynb", {}, steps, {}, {}, questions=asked)
+
+
+# ---------------------------------------------------------------- the example class as data
+
+_ANSWERS = {"right": Variant("written differently", {"f": "def f():\n    return 1\n"}),
+            "off_by_one": Variant("off by one", {"f": "def f():\n    return 2\n"}, frozenset({"test_f"}), "count again"),
+            "wrong_g": Variant("g wrong", {"g": "def g():\n    return 0\n"}, frozenset({"test_g"}), "look at g")}
+
+
+def test_example_students_name_bank_answers_one_as_it_is_several_combined_in_the_file_s_order(tmp_path):
+    path = tmp_path / "example_students.toml"
+    path.write_text('[zed-two]\ndescription = "both"\nanswers = ["off_by_one", "wrong_g"]\n\n'
+                    '[amy-off]\nanswers = ["off_by_one"]\n\n[bo-right]\nanswers = ["right"]\n', encoding="utf-8")
+    students = example_students(path, _ANSWERS)
+    assert list(students) == ["zed-two", "amy-off", "bo-right"]
+    assert students["amy-off"] is _ANSWERS["off_by_one"] and students["bo-right"] is _ANSWERS["right"]
+    assert students["zed-two"] == combined("both", _ANSWERS["off_by_one"], _ANSWERS["wrong_g"])
+    assert students["zed-two"].breaks == {"test_f", "test_g"}
+
+
+@pytest.mark.parametrize("text, complaint", [
+    ('[amy]\nanswers = ["typo"]\n', "'typo' is not a correct variant or known mistake"),
+    ('[amy]\nanswers = ["right", "wrong_g"]\n', "needs a description"),
+    ('[amy]\nanswers = []\n', "a student is a table with answers"),
+    ('[amy]\nanswer = ["right"]\n', "a student is a table with answers"),
+    ('amy = "right"\n', "a student is a table with answers"),
+    ("[amy\n", "not valid TOML"),
+])
+def test_an_example_students_file_that_is_not_well_formed_is_refused_naming_the_file_and_student(tmp_path, text,
+                                                                                                  complaint):
+    path = tmp_path / "example_students.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ExampleStudentsFileError) as refused:
+        example_students(path, _ANSWERS)
+    assert complaint in str(refused.value) and "example_students.toml" in str(refused.value)
+    assert "student amy" in str(refused.value) or complaint == "not valid TOML"
+
+
+def test_every_graded_assignment_s_example_class_file_ships_with_the_package():
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["autograder"]
+    package = REPO / "autograder"
+    shipped = {p for pattern in patterns for p in package.glob(pattern)}
+    for name in assignments.all_assignments():
+        path = package / "assignments" / assignments.folder_of(name) / "example_students.toml"
+        assert path in shipped, f"{path} is not in pyproject.toml's package data"

@@ -66,6 +66,21 @@ def _close(what: str, got: np.ndarray, expected: np.ndarray, formula: str) -> No
         fail(f"{what} differs from {formula} by up to {error:.3g} (allowed: 1e-12)")
 
 
+def _attention_as_formula(what: str, returned, output_shape: tuple, expected: tuple, formula: str,
+                          values: str) -> None:
+    """Fail unless ``returned`` is (output, weights) of the shapes and values of ``expected`` = (output, weights).
+
+    The weights are compared with ``formula`` first (where attention goes wrong), then the output with ``formula``
+    followed by ``values`` (what turns the weights into the output).
+    """
+    __tracebackhide__ = True
+    output, weights = _pair(what, returned)
+    output = _array(f"the output of {what}", output, output_shape)
+    weights = _array(f"the weights of {what}", weights, expected[1].shape)
+    _close(f"the weights of {what}", weights, expected[1], formula)
+    _close(f"the output of {what}", output, expected[0], formula + values)
+
+
 # ---------------------------------------------------------------- step 0
 def check_from_earlier_assignments(softmax: Callable, scaled_dot_product_attention: Callable, causal_mask: Callable,
                                    split_heads: Callable, merge_heads: Callable) -> None:
@@ -161,14 +176,10 @@ def check_rope_attention(rope_attention: Callable) -> None:
     for T_q, T_k, causal in ((5, 5, True), (2, 6, True), (3, 7, False)):
         Q, K, V = rng.normal(size=(2, T_q, 6)), rng.normal(size=(2, T_k, 6)), rng.normal(size=(2, T_k, 4))
         what = f"rope_attention for {T_q} queries over {T_k} keys, causal={causal}"
-        output, weights = _pair(what, call(rope_attention, Q, K, V, causal=causal))
-        output, weights = _array(f"the output of {what}", output, (2, T_q, 4)), \
-            _array(f"the weights of {what}", weights, (2, T_q, T_k))
-        want_out, want_w = _attention(_turned(Q, np.arange(T_k - T_q, T_k)), _turned(K, np.arange(T_k)), V,
-                                      causal=causal)
-        formula = "attention with the queries turned at positions T_k − T_q … T_k − 1, the keys at 0 … T_k − 1"
-        _close(f"the weights of {what}", weights, want_w, formula)
-        _close(f"the output of {what}", output, want_out, formula + " and the values as they are")
+        expected = _attention(_turned(Q, np.arange(T_k - T_q, T_k)), _turned(K, np.arange(T_k)), V, causal=causal)
+        _attention_as_formula(what, call(rope_attention, Q, K, V, causal=causal), (2, T_q, 4), expected,
+                              "attention with the queries turned at positions T_k − T_q … T_k − 1, the keys at "
+                              "0 … T_k − 1", " and the values as they are")
     ok("causal or not, T_q < T_k and a batch: queries and keys turned at their positions, values as they are")
 
 
@@ -252,14 +263,10 @@ def check_alibi_attention(alibi_attention: Callable) -> None:
         K, V = rng.normal(size=batch + (kv_heads, T_k, 4)), rng.normal(size=batch + (kv_heads, T_k, 3))
         shared = "shared by the heads" if kv_heads == 1 else "per head"
         what = f"alibi_attention for 4 heads, {T_q} queries over {T_k} keys, K and V {shared}"
-        output, weights = _pair(what, call(alibi_attention, Q, K, V))
-        output = _array(f"the output of {what}", output, batch + (4, T_q, 3))
-        weights = _array(f"the weights of {what}", weights, batch + (4, T_q, T_k))
         distance = np.arange(T_k - T_q, T_k)[:, None] - np.arange(T_k)[None, :]
-        want_out, want_w = _attention(Q, K, V, bias=-slopes[:, None, None] * distance)
-        formula = "softmax(Q Kᵀ/√d_k − m_h (p_i − j)) under the causal mask"
-        _close(f"the weights of {what}", weights, want_w, formula)
-        _close(f"the output of {what}", output, want_out, formula + ", times V")
+        expected = _attention(Q, K, V, bias=-slopes[:, None, None] * distance)
+        _attention_as_formula(what, call(alibi_attention, Q, K, V), batch + (4, T_q, 3), expected,
+                              "softmax(Q Kᵀ/√d_k − m_h (p_i − j)) under the causal mask", ", times V")
     ok("4 heads, K and V per head or shared, T_q < T_k: the linear bias on the scaled scores, causal")
 
 

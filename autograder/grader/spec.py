@@ -21,7 +21,9 @@ full marks, every ``mistake`` must lose points on exactly the steps in its
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 #: Values a case may pass to a learner's function: they cross into the kernel
@@ -298,3 +300,66 @@ def combined(description: str, *variants: Variant) -> Variant:
         cells.update(variant.cells)
         breaks |= variant.breaks
     return Variant(description, cells, breaks, " / ".join(v.hint for v in variants if v.hint))
+
+
+class ExampleStudentsFileError(ValueError):
+    """An ``example_students.toml`` that does not name its students' answers as :func:`example_students` says."""
+
+
+def example_students(path: Path | str, answers: Mapping[str, Variant]) -> dict[str, Variant]:
+    """An assignment's example class (``make demo``, ``make report``, the end-to-end sample), read from ``path``.
+
+    The file is data: one TOML table per student, in the order the class is graded (the end-to-end sample takes
+    the first student of each kind, README "Adding an assignment"), naming answers of the answer bank::
+
+        [dan-mask-flipped]                 # the student's id (its folder under submitted/)
+        answers = ["mask_flipped"]         # one known mistake or correct variant: that answer as it is
+
+        [ivy-two-mistakes]
+        description = "a tile skipped …, and the shorter last key block dropped"
+        answers = ["skip_by_first_query", "last_key_block_dropped"]   # several: :func:`combined`
+
+    Students whose answer is written for them alone (cells of their own) stay in the spec, as a :class:`Variant` each.
+
+    Parameters
+    ----------
+    path : Path or str
+        The ``example_students.toml`` (UTF-8).
+    answers : mapping of str to Variant
+        The answers a student may name: the bank's correct variants and known mistakes and the questions' (keys
+        as in ``bank.py`` and :class:`autograder.grader.questions.Questions`).
+
+    Returns
+    -------
+    dict of str to Variant
+        Student id → answer, in the file's order.
+
+    Raises
+    ------
+    ExampleStudentsFileError
+        If the file is not TOML, a student has keys other than ``answers`` and ``description``, names no answer or
+        one ``answers`` does not hold, or combines several without a description.
+    """
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ExampleStudentsFileError(f"{path}: not valid TOML: {error}") from error
+    students = {}
+    for student, table in data.items():
+        where = f"{path.name}, student {student}"
+        names = table.get("answers") if isinstance(table, dict) else None
+        if not isinstance(table, dict) or set(table) - {"answers", "description"} or not names:
+            raise ExampleStudentsFileError(f"{where}: a student is a table with answers = [one or more keys of the "
+                                           f"answer bank] and, for several, a description; got {table!r}"[:300])
+        unknown = [name for name in names if name not in answers]
+        if unknown:
+            raise ExampleStudentsFileError(f"{where}: {', '.join(map(repr, unknown))} is not a correct variant or "
+                                           "known mistake of this assignment's bank or questions")
+        if len(names) == 1 and "description" not in table:
+            students[student] = answers[names[0]]
+        elif "description" not in table:
+            raise ExampleStudentsFileError(f"{where}: a student of several answers needs a description")
+        else:
+            students[student] = combined(table["description"], *(answers[name] for name in names))
+    return students

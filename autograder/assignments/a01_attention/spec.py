@@ -15,7 +15,7 @@ import numpy as np
 from autograder.assignments.a01_attention import reference
 from autograder.grader.diagnosis import scale_ratio
 from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Steps, Variant, combined, functions
+from autograder.grader.spec import Assignment, Case, Steps, Variant, example_students, functions
 from autograder.assignments.a01_attention.bank import CORRECT, MISTAKES
 
 NAME = "01_scaled_dot_product_attention"
@@ -239,19 +239,8 @@ ASSIGNMENT = Assignment(
     reference=functions(reference, "softmax attention_scores causal_mask scaled_dot_product_attention "
                                    "causal_self_attention attention_entropy"),
     worked_cases=_worked_cases(),
-    example_students={
-        "cai-einsum-and-1e9": combined("correct, written differently: einsum, −1e9, ~triu; the questions' answers "
-                                       "as [2, 0] and 2.08", CORRECT["einsum"], CORRECT["large_negative_fill"],
-                                       QUESTIONS.correct["question_nan_rows_written_1"],
-                                       QUESTIONS.correct["question_entropy_ceiling_written_1"]),
-        "dan-mask-flipped": MISTAKES["mask_flipped"],
-        "eva-diagonal-blocked": MISTAKES["diagonal_blocked"],
-        "fei-softmax-wrong-axis": MISTAKES["softmax_wrong_axis"],
-        "gil-divides-by-d": MISTAKES["scale_by_d"],
-        "hal-no-scaling": MISTAKES["no_scaling"],
-        "ida-mask-with-zero": MISTAKES["mask_with_zero"],
-        "jon-no-max-subtraction": MISTAKES["softmax_no_max_subtraction"],
-        "kay-mask-after-softmax": MISTAKES["mask_after_softmax"],
+    example_students={**example_students(Path(__file__).with_name("example_students.toml"),
+                                         {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
         # earlier functions wrong in ways the bank has no name for: only their own step loses points
         "lea-softmax-unfinished": Variant("softmax left as the release's stub; the entropy ceiling in bits (3); "
                                           "everything else correct",
@@ -265,6 +254,5 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
     scores = attention_scores(Q, K, scale=scale)
     weights = softmax(scores if mask is None else np.where(mask, scores, -np.inf))
     return (weights @ V)[None], weights[None]
-'''}, frozenset({"test_causal_mask", "test_scaled_dot_product_attention"})),
-    },
+'''}, frozenset({"test_causal_mask", "test_scaled_dot_product_attention"}))},
 )

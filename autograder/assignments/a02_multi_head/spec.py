@@ -19,7 +19,7 @@ from autograder.assignments.a01_attention import reference
 from autograder.assignments.a02_multi_head import reference as multi_head
 from autograder.grader.diagnosis import scale_ratio
 from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Steps, combined, functions
+from autograder.grader.spec import Assignment, Case, Steps, example_students, functions
 from autograder.assignments.a02_multi_head.bank import CORRECT, MISTAKES
 
 NAME = "02_multi_head_attention"
@@ -277,8 +277,6 @@ ASSIGNMENT = Assignment(
     reference={**functions(reference, "softmax scaled_dot_product_attention attention_entropy"),
                **functions(multi_head, "split_heads merge_heads multi_head_attention")},
     worked_cases=_worked_cases(),
-    example_students={"mia-split-without-transpose": MISTAKES["split_without_transpose"],
-                      "ned-forgot-W_o": MISTAKES["forgot_W_o"], "ora-scales-by-d_model": MISTAKES["scale_by_d_model"],
-                      "pat-loops-over-heads": combined("correct, written differently: column slices, a loop over heads",
-                                                       CORRECT["column_slices"], CORRECT["per_head_loop"])},
+    example_students=example_students(Path(__file__).with_name("example_students.toml"),
+                                      {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
 )

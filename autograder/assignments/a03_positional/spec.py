@@ -18,7 +18,7 @@ from autograder.assignments.a01_attention import reference
 from autograder.assignments.a03_positional import reference as positional
 from autograder.grader.diagnosis import scale_ratio
 from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Steps, functions
+from autograder.grader.spec import Assignment, Case, Steps, example_students, functions
 from autograder.assignments.a03_positional.bank import CORRECT, MISTAKES
 
 NAME = "03_positional_encoding"
@@ -327,8 +327,6 @@ ASSIGNMENT = Assignment(
                **functions(reference, "softmax scaled_dot_product_attention"),
                **functions(positional, "self_attention add_positions permutation_gap")},
     worked_cases=_worked_cases(),
-    example_students={"quinn-sin-cos-swapped": MISTAKES["sin_cos_swapped"],
-                      "rae-concatenated-halves": MISTAKES["concatenated_halves"],
-                      "sam-rotation-transposed": MISTAKES["rotation_sine_sign_flipped"],
-                      "tia-complex-exponentials": CORRECT["complex_exponentials"]},
+    example_students=example_students(Path(__file__).with_name("example_students.toml"),
+                                      {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
 )

@@ -23,7 +23,7 @@ import numpy as np
 
 from autograder.assignments.a04_masking import reference as ref
 from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Steps, combined, functions
+from autograder.grader.spec import Assignment, Case, Steps, example_students, functions
 from autograder.assignments.a04_masking.bank import CORRECT, MISTAKES
 
 NAME = "04_masks_and_stability"
@@ -287,9 +287,6 @@ ASSIGNMENT = Assignment(
     correct=CORRECT, mistakes=MISTAKES,
     reference=functions(ref, "padding_mask causal_padding_mask masked_softmax masked_attention"),
     worked_cases=_worked_cases(),
-    example_students={
-        "uma-1e9-fill": MISTAKES["fill_minus_1e9"], "vic-padding-on-query-axis": MISTAKES["padding_on_query_axis"],
-        "wes-transposed-cross-weights": MISTAKES["cross_weights_transposed"],
-        "xia-logsumexp-einsum": combined("correct, written differently: log-sum-exp softmax, einsum, np.logical_and",
-                                         CORRECT["log_sum_exp"], CORRECT["einsum_and_logical_and"])},
+    example_students=example_students(Path(__file__).with_name("example_students.toml"),
+                                      {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
 )

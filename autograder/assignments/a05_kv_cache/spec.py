@@ -20,7 +20,7 @@ import numpy as np
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a05_kv_cache import reference as kv
 from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Steps, Variant, combined, functions
+from autograder.grader.spec import Assignment, Case, Steps, Variant, example_students, functions
 from autograder.assignments.a05_kv_cache.bank import CORRECT, MISTAKES
 
 NAME = "05_kv_cache"
@@ -310,15 +310,10 @@ ASSIGNMENT = Assignment(
                **functions(kv, "causal_mask attend_with_cache"), "decode_incrementally": _full_causal_attention,
                **functions(kv, "attention_cost_per_token")},
     worked_cases=_worked_cases(),
-    example_students={
-        "yan-top-left-mask": MISTAKES["mask_top_left"],
-        "zoe-keys-prepended": MISTAKES["new_keys_prepended"],
-        "abe-no-chunk-mask-and-cost-without-attention": combined(
-            "no mask inside a chunk, and a cached cost without the attention",
-            MISTAKES["no_mask_in_chunk"], MISTAKES["cached_cost_without_attention"]),
+    example_students={**example_students(Path(__file__).with_name("example_students.toml"),
+                                         {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
         "bea-vstack-and-loops": Variant(
             "correct, written differently: index-comparison mask, np.vstack, a cost summed in a loop",
             {**CORRECT["vstack_and_index_mask"].cells,
-             "attention_cost_per_token": CORRECT["loops"].cells["attention_cost_per_token"]}),
-    },
+             "attention_cost_per_token": CORRECT["loops"].cells["attention_cost_per_token"]})},
 )

@@ -24,7 +24,7 @@ from autograder.assignments.a06_gradients import bank, diagnoses
 from autograder.assignments.a06_gradients import reference as ref
 from autograder.grader.draft_rewrites import apply_edit
 from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Step, Variant
+from autograder.grader.spec import Assignment, Case, Step, Variant, example_students
 
 NAME = "06_gradients"
 OUTPUTS = {
@@ -161,12 +161,9 @@ ASSIGNMENT = Assignment(
     correct=CORRECT,
     mistakes=MISTAKES,
     worked_cases=_worked_cases(),
-    example_students={
-        "cyd-outer-product-added": MISTAKES["jacobian_outer_plus"],
-        "dov-dK-without-transpose": MISTAKES["attention_dK_no_transpose"],
-        "eli-one-sided-differences": MISTAKES["numerical_forward_difference"],
+    example_students={**example_students(Path(__file__).with_name("example_students.toml"),
+                                         {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
         "fay-einsum-and-loops": Variant("correct, written differently: einsum everywhere, loops for the differences",
                                        {**CORRECT["einsum"].cells, "numerical_gradient":
-                                        CORRECT["loops"].cells["numerical_gradient"]}),
-    },
+                                        CORRECT["loops"].cells["numerical_gradient"]})},
 )

@@ -24,7 +24,7 @@ import numpy as np
 from autograder.assignments.a07_tiled_attention import bank
 from autograder.assignments.a07_tiled_attention import reference as ref
 from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Step, Variant, combined
+from autograder.grader.spec import Assignment, Case, Step, example_students
 
 NAME = "07_tiled_attention"
 SAME = dict(rtol=0.0, atol=1e-12)
@@ -136,16 +136,6 @@ ASSIGNMENT = Assignment(
     reference={"online_softmax": ref.online_softmax, "tile_schedule": ref.tile_schedule,
                "tiled_attention": ref.tiled_attention},
     worked_cases=_worked_cases(),
-    example_students={
-        # first: the end-to-end sample's named mistake (example_class.end_to_end_sample), so the suite runs the
-        # T = 20 000 case in the sandbox both ways, a tiled answer passing and the T × T matrix's MemoryError
-        "hal-full-score-matrix": MISTAKES["full_score_matrix"],
-        "gus-output-not-rescaled": MISTAKES["output_not_rescaled"],
-        "ivy-skip-by-first-query-and-last-block": combined(
-            "a tile skipped when the block's first query cannot see it, and the shorter last key block dropped",
-            MISTAKES["skip_by_first_query"], MISTAKES["last_key_block_dropped"]),
-        "jon-logsumexp-and-keys-outside": Variant(
-            "correct, written differently: a running log-sum-exp, and Algorithm 1's loop order (keys outside)",
-            {**CORRECT["logsumexp"].cells, **CORRECT["keys_outer_loop"].cells}),
-    },
+    example_students=example_students(Path(__file__).with_name("example_students.toml"),
+                                      {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
 )

@@ -18,7 +18,7 @@ import numpy as np
 from autograder.assignments.a08_modern_attention import bank
 from autograder.assignments.a08_modern_attention import reference as ref
 from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Step, Variant, combined
+from autograder.grader.spec import Assignment, Case, Step, example_students
 
 NAME = "08_modern_attention"
 SAME = dict(rtol=0.0, atol=1e-12)
@@ -263,15 +263,6 @@ ASSIGNMENT = Assignment(
     notebook="modern_attention.ipynb", steps=STEPS, questions=QUESTIONS, correct=CORRECT, mistakes=MISTAKES,
     reference=dict(bank.REFERENCE),
     worked_cases=_worked_cases(),
-    example_students={
-        "kai-rotate-half": MISTAKES["rotate_half_pairing"],
-        "lea-interleaved-groups": MISTAKES["interleaved_groups"],
-        "max-cache-positions-and-slopes": combined(
-            "new tokens rotated from position 0 in the cache, and the power-of-two slopes for every head count",
-            MISTAKES["cache_positions_from_zero"], MISTAKES["slopes_geometric_for_every_n"]),
-        "nia-complex-and-loops": Variant(
-            "correct, written differently: RoPE as complex numbers, the authors' get_slopes, GQA in a loop",
-            {**CORRECT["rope_complex"].cells, **CORRECT["slopes_authors_code"].cells,
-             **CORRECT["gqa_loop_over_heads"].cells}),
-    },
+    example_students=example_students(Path(__file__).with_name("example_students.toml"),
+                                      {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
 )
