@@ -10,6 +10,7 @@ whether any ran; none must survive into the stored notebook or the feedback.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import random
 import re
@@ -184,10 +185,32 @@ class _Active(HTMLParser):
 
 def active_content(page: str) -> list[str]:
     """What in an HTML page could run a payload (empty when it is inert)."""
+    return list(_active_content(page))
+
+
+@functools.lru_cache(maxsize=64)
+def _active_content(page: str) -> tuple[str, ...]:
+    # the checks of the xss-<kind> cases read the one feedback page of the submission that carries every payload,
+    # each kind and the report again: parsed once (the answer depends on the text alone)
     parser = _Active()
     parser.feed(page)
     parser.close()
-    return parser.found
+    return tuple(parser.found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _markdown_problem(source: str, attachments: str) -> str | None:
+    """What is wrong with a Markdown cell rendered as nbconvert renders it (None: inert); ``attachments`` as JSON.
+
+    Cached: the checks of the xss-<kind> cases each read the same stored notebook (nbconvert's render of a cell
+    is most of their time), and the answer depends on the cell's text and attachments alone.
+    """
+    try:
+        if not is_clean(render_markdown(source, json.loads(attachments))):
+            return "Markdown that renders active HTML"
+    except Exception as error:  # noqa: BLE001
+        return f"Markdown nbconvert cannot render ({type(error).__name__})"
+    return None
 
 
 def stored_active_content(nb) -> list[str]:
@@ -195,11 +218,9 @@ def stored_active_content(nb) -> list[str]:
     found = []
     for number, cell in enumerate(nb.cells, 1):
         if cell.cell_type == "markdown":
-            try:
-                if not is_clean(render_markdown(cell.source, cell.get("attachments"))):
-                    found.append(f"cell {number}: Markdown that renders active HTML")
-            except Exception as error:  # noqa: BLE001
-                found.append(f"cell {number}: Markdown nbconvert cannot render ({type(error).__name__})")
+            problem = _markdown_problem(cell.source, json.dumps(cell.get("attachments"), sort_keys=True))
+            if problem:
+                found.append(f"cell {number}: {problem}")
             for bundle in (cell.get("attachments") or {}).values():
                 found += [f"cell {number}: a {mime} attachment" for mime in bundle if mime not in ("image/png", "image/jpeg")]
         for output in cell.get("outputs", []):
