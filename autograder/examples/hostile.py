@@ -475,7 +475,9 @@ CASES: dict[str, Hostile] = {
         as_honest(NO_CAUSAL_MASK)),
     "loop-catching-interrupts": Hostile(
         "an infinite loop that catches KeyboardInterrupt (the per-student wall clock kills the kernel)",
-        prepend("causal_mask", "while True:\n    try:\n        while True:\n            pass\n"
+        # it waits instead of spinning (as tests/test_sandbox.py's stubborn loop): the same interrupts caught in
+        # vain and the same kill, without burning a core for the 20 s wall clock beside the class being graded
+        prepend("causal_mask", "import threading\nwhile True:\n    try:\n        threading.Event().wait()\n"
                                "    except BaseException:\n        pass"),
         graded(BEFORE_MASK, note="wall-clock")),
     "memory-bomb": Hostile(

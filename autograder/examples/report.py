@@ -41,8 +41,9 @@ REPORT = REPO / "reports" / "grader_report.md"
 # notebook) so that the runaway submissions end sooner; the mechanisms are the same. The wall clock starts when
 # the kernel has answered and covers the cells: an honest notebook's cells take under 3 s on an idle machine
 # (benchmarks/honest_notebooks.md: 2-3 s for a whole student, kernel and feedback included), so 20 s is more
-# than 6x that idle (a margin heavy load eats, see below), while the loop that catches KeyboardInterrupt burns a
-# core for 20 s, not 40 (issue 11: the test suite grades the hostile bank in every run).
+# than 6x that idle (a margin heavy load eats, see below), while the loop that catches KeyboardInterrupt waits 20 s,
+# not 40 (issue 11: the test suite grades the hostile bank in every run; it waits on an event rather than spinning,
+# so it takes no core from the students graded beside it: 18-28 CPU-s less on the 2-core machine, 2026-12-06).
 # Neither can be lower, and under heavy load the wall clock is tight (benchmarks/hostile_cases.md, a run on the
 # shared 2-core machine at a load of 8-13): it covers every assignment's sample students too, and 07's honest
 # notebooks spent up to 15.5 s of it in their cells (its CPU-timed memory cell, which has no per-cell timeout,
@@ -52,9 +53,9 @@ REPORT = REPO / "reports" / "grader_report.md"
 # The kernel's CPU-time limit (SandboxedKernelManager.cpu_time_limit, 300 s) is not lowered here, although CPU time
 # does not grow with load: an honest 07 kernel used 9.0-9.1 CPU-s (its CPU-timed memory cell; two runs on 2026-12-03,
 # process accounting) and the infinite loop's kernel must survive its 10 s cell (its check: graded as its honest part),
-# so the limit could not be under ~13 s; it would then stop the loop that catches KeyboardInterrupt before the 20 s
-# wall clock only while that loop gets most of a core, and the kill's reason, which the report prints, would depend
-# on the machine's load.
+# so the limit could not be under ~13 s; it would never stop the loop that catches KeyboardInterrupt (it waits on an
+# event, using no CPU), and it would stop a spinning one before the 20 s wall clock only while that loop got most of
+# a core, so the kill's reason, which the report prints, would depend on the machine's load.
 SHORT_LIMITS = """
 # autograder.examples.report: shorter limits for the runaway hostile submissions
 c.Execute.timeout = 10
