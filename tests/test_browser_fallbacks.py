@@ -13,6 +13,7 @@ import pytest
 
 from attention_lab.a01_attention import checks
 from attention_lab.a01_attention import visual as ex
+from attention_lab.core import worked
 from attention_lab.core.calls import FunctionTimedOut, call_learner, time_limit
 
 
@@ -107,7 +108,10 @@ def test_an_earlier_trace_function_is_restored(no_signals):
 
 
 def test_a_self_check_reports_a_looping_function_instead_of_hanging(no_signals, capsys, monkeypatch):
-    monkeypatch.setattr(checks, "CALL_SECONDS", 0.5)  # the checks' limit, shortened to keep the test quick
+    # the checks' limit, shortened to keep the test quick; the check stops at its worked cases, which take their
+    # limit from attention_lab.core.worked when they run (checks.CALL_SECONDS alone left them 5 s per parameter)
+    monkeypatch.setattr(checks, "CALL_SECONDS", 0.5)
+    monkeypatch.setattr(worked, "CALL_SECONDS", 0.5)
     with pytest.raises(Exception) as failure:
         checks.check_softmax(loop_forever)
     said = str(failure.value) + capsys.readouterr().out
