@@ -75,7 +75,7 @@ def test_a_kept_background_is_reused_not_redrawn():
     assert explorer.figure.background is not first
     explorer.T_slider.value = 12
     assert explorer.figure.background is first  # the background drawn for T = 12 at the start
-    explorer.figure.forget_backgrounds()
     explorer.T_slider.value = 20
+    explorer.figure.forget_backgrounds()  # all but T = 20's
     explorer.T_slider.value = 12
     assert explorer.figure.background is not first
