@@ -455,3 +455,13 @@ def test_static_entropy_plot_legend_covers_no_curve():
         inside = ((points[:, 0] >= box.x0) & (points[:, 0] <= box.x1) &
                   (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1))
         assert not inside.any(), (line.get_label(), points[inside][:3], box)
+
+
+def test_png_bytes_decode_to_exactly_the_drawn_pixels():
+    figure = Figure(figsize=(2.0, 1.0), dpi=50)
+    canvas = FigureCanvasAgg(figure)
+    figure.add_axes((0.1, 0.1, 0.8, 0.8)).imshow(np.arange(12.0).reshape(3, 4), cmap="viridis")
+    canvas.draw()
+    decoded = Image.open(io.BytesIO(explorer_module.png_bytes(canvas)))
+    assert decoded.format == "PNG" and decoded.mode == "RGB" and decoded.size == (100, 50)
+    np.testing.assert_array_equal(np.asarray(decoded), np.asarray(canvas.buffer_rgba())[..., :3])

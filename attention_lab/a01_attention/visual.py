@@ -40,7 +40,8 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (DPI, ExplorerError, ExplorerFigure, HeatmapExplorer, HeatmapSettings,
+from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI,
+                                         ExplorerError, ExplorerFigure, HeatmapExplorer, HeatmapSettings,
                                          call_for_visual, check_settings, control, function_name,
                                          largest_weight_text, latest, unless_grading)
 from attention_lab.core.plots import (COLORMAP, CURVE_COLOURS, DEFAULT_COLOUR_SCALE, REFERENCE_COLOUR,
@@ -253,7 +254,7 @@ class AttentionFigure(ExplorerFigure):
     """
 
     def __init__(self):
-        super().__init__(FIGURE_SIZE)
+        super().__init__(FIGURE_SIZE, backgrounds_kept=BACKGROUNDS_KEPT)
         self.heat_ax = self.figure.add_axes(HEATMAP_RECT)
         self.image = self.heat_ax.imshow(np.zeros((2, 2)), cmap=colormaps[COLORMAP], interpolation="nearest",
                                          aspect="auto", animated=True)

@@ -45,7 +45,8 @@ from matplotlib import colormaps
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (DPI, ExplorerError, ExplorerFigure, HeatmapExplorer, HeatmapSettings,
+from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI,
+                                         ExplorerError, ExplorerFigure, HeatmapExplorer, HeatmapSettings,
                                          call_for_visual as _call,
                                          check_settings, control, function_name as _name,
                                          largest_weight_text, unless_grading)
@@ -281,7 +282,7 @@ class MultiHeadFigure(ExplorerFigure):
     """
 
     def __init__(self):
-        super().__init__(FIGURE_SIZE)
+        super().__init__(FIGURE_SIZE, backgrounds_kept=BACKGROUNDS_KEPT)
         cmap = colormaps[COLORMAP].with_extremes(bad="white")  # the gaps between tiles are NaN
         self.mosaic_ax = self.figure.add_axes(MOSAIC_RECT)
         self.mosaic_image = self.mosaic_ax.imshow(np.zeros((2, 2)), cmap=cmap, interpolation="nearest",

@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from matplotlib.axes import Axes
 
-from attention_lab.core.explorer import (DPI, Explorer, ExplorerError, ExplorerFigure, call_for_visual as _call,
+from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI,
+                                         Explorer, ExplorerError, ExplorerFigure, call_for_visual as _call,
                                          check_settings, control, error_html, function_name as _name, unless_grading)
 from attention_lab.core.plots import CURVE_COLOURS, SIGNED_COLORMAP, axes_or_new, checked_array, heatmap
 
@@ -401,7 +402,7 @@ class PositionalFigure(ExplorerFigure):
     """
 
     def __init__(self):
-        super().__init__(FIGURE_SIZE)
+        super().__init__(FIGURE_SIZE, backgrounds_kept=BACKGROUNDS_KEPT)
         self.heat_ax = self.figure.add_axes(HEATMAP_RECT)
         self.image = self.heat_ax.imshow(np.zeros((2, 2)), cmap=ENCODING_COLORMAP, vmin=-1.0, vmax=1.0,
                                          interpolation="nearest", aspect="auto", animated=True)

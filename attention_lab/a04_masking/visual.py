@@ -33,7 +33,8 @@ from matplotlib.colors import ListedColormap, to_rgba
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (DPI, ExplorerError, ExplorerFigure, HeatmapExplorer, HeatmapSettings,
+from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI,
+                                         ExplorerError, ExplorerFigure, HeatmapExplorer, HeatmapSettings,
                                          call_for_visual, check_settings, control, function_name as _name,
                                          unless_grading)
 from attention_lab.core.plots import COLORMAP, COLOUR_SCALES, DEFAULT_COLOUR_SCALE, ColourScale, colour_scale_named
@@ -231,7 +232,7 @@ class MaskingFigure(ExplorerFigure):
     """
 
     def __init__(self):
-        super().__init__(FIGURE_SIZE)
+        super().__init__(FIGURE_SIZE, backgrounds_kept=BACKGROUNDS_KEPT)
         self.weight_colormap = ALLOWED_COLORMAP  # the colour bar shows the colours colours() gives allowed keys
         self.heat_axes, self.images = [], []
         for b, rect in enumerate(HEATMAP_RECTS):

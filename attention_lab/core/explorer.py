@@ -26,6 +26,7 @@ Only public ipywidgets and matplotlib APIs are used.
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
@@ -45,6 +46,10 @@ CALL_SECONDS = 10.0
 #: Every control's description is as wide as its text (the default cuts descriptions such as "logit size").
 STYLE = {"description_width": "initial"}
 DPI = 100  # dots per inch of every explorer figure: its width in pixels is its width in inches times 100
+#: How many static backgrounds a figure that opts in keeps, by layout key (:meth:`ExplorerFigure.cache_background`):
+#: moving back to a T or colour scale shown lately is then a blit instead of a full draw (100–200 ms at T = 512,
+#: mostly tick labels). Each costs width × height × 4 bytes (1.7 MB at 1200 × 360 pixels).
+BACKGROUNDS_KEPT = 12
 ERROR_COLOUR = "#B00020"
 
 
@@ -273,6 +278,10 @@ class ExplorerFigure:
     ----------
     size : (float, float)
         Width and height in inches, at :data:`DPI` dots per inch.
+    backgrounds_kept : int
+        How many backgrounds :meth:`cache_background` keeps by their key (least recently used dropped first),
+        default 1: only the current one. A figure opts in (e.g. :data:`BACKGROUNDS_KEPT`) only when its key
+        names everything its static parts show, so that a kept background is what a full draw would draw.
 
     Attributes
     ----------
@@ -286,14 +295,17 @@ class ExplorerFigure:
         What the attention heatmaps and their colour bar show (:meth:`show_colour_scale`); None before the first.
     """
 
-    def __init__(self, size: tuple[float, float]):
+    def __init__(self, size: tuple[float, float], *, backgrounds_kept: int = 1):
         self.figure = Figure(figsize=size, dpi=DPI, facecolor="white")
         self.canvas = FigureCanvasAgg(self.figure)
         self.background = None
         self.layout_key = None
+        self.backgrounds_kept = backgrounds_kept
+        self._kept_backgrounds: OrderedDict = OrderedDict()  # layout key → background, most recently used last
         self.colour_scale: ColourScale | None = None
         self.colour_bar_ax = None
-        self.colour_bar = None
+        self._colour_bar_rect = None  # where add_weight_colour_bar put it
+        self._colour_bar, self._colour_bar_stale = None, False
         #: The colour map of the weights' colour bar (a figure that draws its cells through another sets this).
         self.weight_colormap = colormaps[COLORMAP]
 
@@ -306,6 +318,7 @@ class ExplorerFigure:
             Left, bottom, width and height in figure fractions.
         """
         self.colour_bar_ax = self.figure.add_axes(rect)
+        self._colour_bar_rect = rect
 
     def show_colour_scale(self, scale: ColourScale, images: Iterable = ()) -> None:
         """Draw ``images`` and the colour bar on ``scale``; nothing when it is shown already.
@@ -326,10 +339,31 @@ class ExplorerFigure:
             return
         for image in images:
             image.set_norm(scale.norm())
+        self.colour_scale = scale
+        # Built when drawn (cache_background) or read: 15 ms a time, wasted when a kept background already shows it.
+        self._colour_bar_stale = self.colour_bar_ax is not None
+
+    @property
+    def colour_bar(self):
+        """The weights' colour bar (``matplotlib.colorbar.Colorbar``) on :attr:`colour_scale`, or None before the first."""
+        if self._colour_bar_stale:
+            self._build_colour_bar()
+        return self._colour_bar
+
+    @colour_bar.setter
+    def colour_bar(self, value) -> None:
+        self._colour_bar, self._colour_bar_stale = value, False
+
+    def _build_colour_bar(self) -> None:
+        scale = self.colour_scale
         self.colour_bar_ax.clear()
+        # A colour bar with extend="min" (the log scale's) shrinks its Axes through an axes locator, which clear()
+        # keeps: without resetting it, the next scale's bar would be drawn as short as the triangle left it.
+        self.colour_bar_ax.set_axes_locator(None)
+        if self._colour_bar_rect is not None:
+            self.colour_bar_ax.set_position(self._colour_bar_rect)
         self.colour_bar = self.figure.colorbar(ScalarMappable(scale.norm(), self.weight_colormap),
                                                cax=self.colour_bar_ax, label=scale.label, extend=scale.extend)
-        self.colour_scale = scale
 
     @property
     def width_px(self) -> float:
@@ -337,10 +371,31 @@ class ExplorerFigure:
         return self.figure.get_figwidth() * self.figure.dpi
 
     def cache_background(self, key) -> None:
-        """Draw the static parts (animated artists are skipped) and keep them as the background for ``key``."""
+        """Draw the static parts (animated artists are skipped) and keep them as the background for ``key``.
+
+        With ``backgrounds_kept`` > 1, a background drawn before for an equal ``key`` is reused instead of
+        drawing: the caller has set the figure up for ``key`` (limits, colour bar), which is what it was drawn from.
+        """
+        kept = self._kept_backgrounds
+        if key in kept:
+            kept.move_to_end(key)
+            self.background, self.layout_key = kept[key], key
+            return
+        if self._colour_bar_stale:
+            self._build_colour_bar()
         self.canvas.draw()
         self.background = self.canvas.copy_from_bbox(self.figure.bbox)
         self.layout_key = key
+        if self.backgrounds_kept > 1:
+            kept[key] = self.background
+            while len(kept) > self.backgrounds_kept:
+                kept.popitem(last=False)
+
+    def forget_backgrounds(self) -> None:
+        """Drop every kept background but the one on screen (for tests and benchmarks: the next new key draws)."""
+        self._kept_backgrounds.clear()
+        if self.backgrounds_kept > 1 and self.background is not None:
+            self._kept_backgrounds[self.layout_key] = self.background
 
     def blit(self, artists: Iterable) -> bytes:
         """Restore the cached background, draw ``artists`` on it and return the figure as PNG bytes."""
