@@ -373,13 +373,15 @@ def describe_head(m: HeadMeasures, layer: int, head: int) -> str:
                          f"{OTHER_MAX} on the previous token")
     named = bool(parts)  # an induction or previous-token clause
     largest = max(PATTERNS, key=lambda name: s[name])
-    diffuse = entropy >= DIFFUSE_ENTROPY_MIN and s[largest] <= DIFFUSE_PATTERN_MAX
-    if diffuse:
+    if entropy >= DIFFUSE_ENTROPY_MIN and s[largest] <= DIFFUSE_PATTERN_MAX:
         parts.append(f"almost uniform: mean entropy {entropy:.2f} of the ceiling ln(t + 1), no pattern "
                      f"above {DIFFUSE_PATTERN_MAX} (largest: {PATTERN_NAMES[largest]}, {s[largest]:.2f})")
-    elif entropy <= FOCUSED_ENTROPY_MAX:
-        parts.append(f"focused: mean entropy {entropy:.2f} of the ceiling ln(t + 1)")
-    if not (named or diffuse):
+        return f"L{layer}H{head}: " + "; ".join(parts) + "."
+    if not named:
         parts.append(f"no pattern reaches the thresholds of a previous-token or induction head; its largest is "
-                     f"{PATTERN_NAMES[largest]} ({s[largest]:.2f}), mean entropy {entropy:.2f} of the ceiling")
+                     f"{PATTERN_NAMES[largest]} ({s[largest]:.2f})")
+    if entropy <= FOCUSED_ENTROPY_MAX:
+        parts.append(f"focused: mean entropy {entropy:.2f} of the ceiling ln(t + 1)")
+    elif not named:
+        parts.append(f"mean entropy {entropy:.2f} of the ceiling ln(t + 1)")
     return f"L{layer}H{head}: " + "; ".join(parts) + "."
