@@ -319,3 +319,25 @@ def test_controls_have_labels_and_tooltips_and_the_axes_say_query_and_key_positi
         assert control.description and control.tooltip
     assert explorer.figure.map_ax.get_xlabel() == "key position"
     assert explorer.figure.map_ax.get_ylabel() == "query position"
+
+
+def test_a_burst_of_key_presses_makes_one_redraw_of_the_last_sequence(weights):
+    import asyncio
+
+    params, config = weights
+
+    async def scenario():
+        explorer = vis.HeadsExplorer(ref.model_forward, params, config)  # coalescing, as in a notebook
+        start = explorer.redraws
+        for seed in range(1, 11):  # ten presses of the seed slider's arrow key
+            explorer.seed_slider.value = seed
+        assert explorer.redraws == start
+        await explorer.drawn()
+        return explorer, explorer.redraws - start
+
+    explorer, redraws = asyncio.run(scenario())
+    assert redraws == 1 and explorer.settings.seed == 10
+    tokens = vis.task_sequence(10, explorer.settings.block_length, config)
+    np.testing.assert_array_equal(explorer.view.tokens, tokens)
+    np.testing.assert_allclose(explorer.view.weights, reference_weights(params, config, tokens[:-1])[1, 0],
+                               atol=1e-12)
