@@ -341,3 +341,12 @@ def test_a_burst_of_key_presses_makes_one_redraw_of_the_last_sequence(weights):
     np.testing.assert_array_equal(explorer.view.tokens, tokens)
     np.testing.assert_allclose(explorer.view.weights, reference_weights(params, config, tokens[:-1])[1, 0],
                                atol=1e-12)
+
+
+def test_a_hanging_model_forward_is_stopped_after_one_time_limit(monkeypatch, weights):
+    monkeypatch.setattr(explorer_module, "CALL_SECONDS", 0.2)
+    namespace = namespace_with({"forward": "def model_forward(params, tokens, config, caches=None):\n"
+                                           "    while True:\n        pass"})
+    explorer = vis.HeadsExplorer(namespace["model_forward"], *weights, sync=True)
+    assert explorer.view is None and explorer.error.startswith("model_forward raised FunctionTimedOut")
+    assert "did not finish within 0.2 s" in explorer.error

@@ -127,7 +127,17 @@ def measurement_sequences(config: Mapping) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_model(model_forward: Callable, params: Mapping, config: Mapping, inputs: np.ndarray) -> dict:
-    """:func:`~.heads.forward_calls` on ``inputs`` (n, T) through :func:`call_for_visual` (one time limit for all).
+    """:func:`~.heads.forward_calls` on ``inputs`` (n, T), each sequence through one :func:`call_for_visual`.
+
+    Each sequence's forward passes (7 for the committed model) share one time limit
+    (:data:`~attention_lab.core.explorer.CALL_SECONDS`), so that a correct but slow ``model_forward`` is given
+    time for the 32 measurement sequences while a hanging one is stopped after one limit.
+
+    Returns
+    -------
+    dict
+        ``"weights"`` (n, n_layers, n_heads, T, T) and ``"predictions"`` (n, 1 + n_layers · n_heads, T), as
+        :func:`~.heads.forward_calls`.
 
     Raises
     ------
@@ -137,19 +147,22 @@ def run_model(model_forward: Callable, params: Mapping, config: Mapping, inputs:
     name = function_name(model_forward)
     function = latest(model_forward)
 
-    def all_calls():
+    def calls_on(row):
         try:
-            return H.forward_calls(function, params, config, inputs, name)
+            return H.forward_calls(function, params, config, row, name)
         except H.ModelError as error:  # returned, so that the message is not "… raised ModelError: …"
             return error
 
-    try:
-        result = call_for_visual(all_calls, name=name)
-    except ExplorerError as error:
-        raise HeadsError(str(error)) from None
-    if isinstance(result, H.ModelError):
-        raise HeadsError(str(result))
-    return result
+    results = []
+    for row in inputs:
+        try:
+            result = call_for_visual(calls_on, row[None], name=name)
+        except ExplorerError as error:
+            raise HeadsError(str(error)) from None
+        if isinstance(result, H.ModelError):
+            raise HeadsError(str(result))
+        results.append(result)
+    return {key: np.concatenate([result[key] for result in results]) for key in ("weights", "predictions")}
 
 
 def token_text(tokens: np.ndarray) -> str:
