@@ -206,7 +206,8 @@ class HeadsFigure(ExplorerFigure):
         self.pattern_ax.set_ylim(0, 1.45)  # the band above 1 holds the legend
         self.pattern_ax.set_yticks(np.linspace(0, 1, 6))
         self.pattern_ax.set_ylabel("mean weight (entropy: fraction)")
-        self.pattern_title = self.pattern_ax.set_title("", fontsize=10, animated=True)
+        # static (laying out a text costs about as much as the rest of a redraw): the map's title names the head
+        self.pattern_ax.set_title("what the selected head does", fontsize=10)
         threshold = self.pattern_ax.axhline(H.PREVIOUS_MIN, color=REFERENCE_COLOUR, linestyle="--", lw=1.0)
         self.pattern_ax.legend(handles=[Rectangle((0, 0), 1, 1, color=BAR), threshold],
                                labels=[f"on {H.N_MEASURE} fresh sequences", f"{H.PREVIOUS_MIN}: a pattern a head "
@@ -254,8 +255,7 @@ class HeadsFigure(ExplorerFigure):
     @property
     def animated(self) -> list:
         """The artists drawn at each redraw."""
-        return [self.image, self.map_title, self.answers, *self.pattern_bars, self.pattern_title,
-                *self.ablation_bars]
+        return [self.image, self.map_title, self.answers, *self.pattern_bars, *self.ablation_bars]
 
     def render(self, settings: Settings, view: View | None) -> bytes:
         """Draw one view (empty panels when ``view`` is None) onto the cached background; return PNG bytes."""
@@ -267,14 +267,12 @@ class HeadsFigure(ExplorerFigure):
             self.image.set_data(np.full((T, T), np.nan))
             self.map_title.set_text(f"{name}: no weights (see the message below)")
             self.answers.set_data([], [])
-            self.pattern_title.set_text(f"what {name} does")
             for bar in self.pattern_bars + self.ablation_bars:
                 bar.set_height(0.0)
         else:
             self.image.set_data(self.colour_scale.values(view.weights))
             self.map_title.set_text(f"{name} on the sequence of seed {settings.seed}, L = {settings.block_length}")
             self.answers.set_data(view.answers[1], view.answers[0])
-            self.pattern_title.set_text(f"what {name} does")
             for bar, value in zip(self.pattern_bars, view.pattern_values):
                 bar.set_height(float(value))
             for index, (bar, value) in enumerate(zip(self.ablation_bars, view.accuracy)):
