@@ -1,7 +1,7 @@
 """The visual of assignment 9: what each head of the trained tiny GPT does, on task sequences, and what zeroing it costs.
 
 ``explore_heads(model_forward, params, config)`` runs the given ``model_forward`` — the learner's own at the end of
-assignment 9, the reference's in the self-study notebook — on sequences of the training task (BOS, then a block of
+assignment 9, one written out in NumPy in the self-study notebook — on sequences of the training task (BOS, then a block of
 L distinct random tokens repeated) and shows:
 
 * the attention map of one layer and head over (query position, key position) on one sequence, chosen by its seed
@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import numpy as np
-from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
@@ -46,7 +45,7 @@ PATTERN_RECT, ABLATION_RECT = (0.405, 0.2, 0.25, 0.68), (0.73, 0.2, 0.26, 0.68)
 HIGHLIGHT = "#CC3311"  # the selected head's bar and the answer circles (Tol's vibrant red), as assignment 2's explorer
 BAR = CURVE_COLOURS[1]  # light: the highlight and the black threshold line differ from it in lightness
 PATTERN_LABELS = ("previous\ntoken", "earlier\noccurr.", "after\noccurr.", "BOS", "itself", "entropy\n÷ ln(t+1)")
-SUMMARY_TOKENS = 32
+SUMMARY_TOKENS = 32  # the summary lists the model's inputs (block_size tokens), not the last target
 
 
 class HeadsError(ExplorerError):
