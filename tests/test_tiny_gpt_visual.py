@@ -265,18 +265,22 @@ def test_a_model_forward_that_raises_is_one_line_and_a_fixed_cell_is_picked_up(w
      "the cache of layer 0 is K of shape (32, 2, 16); expected (K, V), each of shape (n_heads, T, d_head) = (2, 32, 16)"),
     ("logits * np.nan, caches", "returned NaN or infinite logits"),
 ])
-def test_a_model_forward_that_returns_the_wrong_thing_is_explained(weights, returned, message):
+def test_a_model_forward_that_returns_the_wrong_thing_is_explained(explorer, weights, returned, message):
     params, config = weights
     namespace = namespace_with({})
     exec("def model_forward(params, tokens, config, caches=None):\n"
          "    logits, caches = reference(params, tokens, config, caches)\n"
          f"    return {returned}", {**namespace, "reference": ref.model_forward}, namespace)
-    explorer = vis.HeadsExplorer(namespace["model_forward"], params, config, sync=True)
-    assert explorer.view is None and message in explorer.error
-    assert explorer.error.startswith("model_forward(params, tokens of shape (32,), config)")
+    with pytest.raises(vis.HeadsError) as raised:  # what the explorer shows in its red line (one case below)
+        vis.run_model(namespace["model_forward"], params, config, explorer.measure_tokens[:1, :-1])
+    assert message in str(raised.value)
+    assert str(raised.value).startswith("model_forward(params, tokens of shape (32,), config)")
+    if returned == "logits":
+        shown = vis.HeadsExplorer(namespace["model_forward"], params, config, sync=True)
+        assert shown.view is None and shown.error == str(raised.value) and message in shown.summary.value
 
 
-def test_a_model_forward_that_changes_its_parameters_in_place_changes_nothing_shown(weights):
+def test_a_model_forward_that_changes_its_parameters_in_place_changes_nothing_shown(explorer, weights):
     params, config = weights
     kept = {name: value.copy() for name, value in params.items()}
 
@@ -286,9 +290,12 @@ def test_a_model_forward_that_changes_its_parameters_in_place_changes_nothing_sh
             value *= 0.0
         return logits, caches
 
-    explorer = vis.HeadsExplorer(model_forward, params, config, sync=True)
-    assert explorer.error is None and explorer.measured.measures.accuracy[0] == 1.0
+    inputs = explorer.measure_tokens[:3, :-1]
+    expected = vis.run_model(ref.model_forward, params, config, inputs)
+    changed = vis.run_model(model_forward, params, config, inputs)
     assert all(np.array_equal(params[name], kept[name]) for name in params)
+    np.testing.assert_array_equal(changed["weights"], expected["weights"])
+    np.testing.assert_array_equal(changed["predictions"], expected["predictions"])
 
 
 def test_bad_settings_name_the_argument(weights):
