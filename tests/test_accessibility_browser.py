@@ -104,7 +104,7 @@ def test_the_pages_are_found_in_the_folders():
     assert len([p for p in PAGES if p.startswith("notebooks/")]) >= 8
     assert len([p for p in PAGES if p.startswith("release/")]) >= 8
     assert {"notebooks/07_tiled_attention_explorer.ipynb", "release/07_tiled_attention/tiled_attention.ipynb",
-            "release/08_modern_attention/modern_attention.ipynb"} <= set(PAGES)
+            "release/08_modern_attention/modern_attention.ipynb", "notebooks/09_tiny_gpt_explorer.ipynb"} <= set(PAGES)
 
 
 def test_the_excused_jupyterlab_rules_do_not_match_course_content():

@@ -21,6 +21,8 @@ from attention_lab.a07_tiled_attention import memory as a07_memory
 from attention_lab.a07_tiled_attention.visual import TileExplorer
 from attention_lab.a08_modern_attention import alibi as a08_alibi
 from attention_lab.a08_modern_attention import visual as a08_visual
+from attention_lab.a09_tiny_gpt import visual as a09_visual
+from attention_lab.a09_tiny_gpt.weights import load_weights as a09_weights
 from attention_lab.core import plots
 from autograder.assignments.a01_attention import reference as a01
 from autograder.assignments.a02_multi_head import reference as a02
@@ -30,6 +32,7 @@ from autograder.assignments.a05_kv_cache import reference as a05
 from autograder.assignments.a06_gradients import reference as a06
 from autograder.assignments.a07_tiled_attention import reference as a07
 from autograder.assignments.a08_modern_attention import reference as a08
+from autograder.assignments.a09_tiny_gpt import reference as a09
 from colour_contrast import MIN_DELTA_L, colour_bar_problems, legend_problems, smallest_difference, unique_colours
 
 MASKING = (a04.padding_mask, a04.causal_padding_mask, a04.masked_softmax)
@@ -48,6 +51,8 @@ EXPLORERS = {
     "rope": lambda: a08_visual.RopeExplorer(a08.apply_rope, T=12, d_head=8, sync=True),
     "cache memory": lambda: a08_visual.CacheMemoryExplorer(a08.kv_cache_bytes, log_scale=True, sync=True),
     "alibi": lambda: a08_alibi.AlibiExplorer(a08.alibi_slopes, n_heads=4, T=8, row=5, sync=True),
+    "tiny gpt heads": lambda: a09_visual.HeadsExplorer(a09.model_forward, *a09_weights(), colour_scale="logarithmic",
+                                                       sync=True),
 }
 
 

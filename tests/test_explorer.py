@@ -217,9 +217,10 @@ def test_every_visual_is_built_on_the_one_explorer_base():
     from attention_lab.a03_positional.visual import PositionalExplorer
     from attention_lab.a04_masking.visual import MaskingExplorer
     from attention_lab.a05_kv_cache.visual import CacheCostExplorer
+    from attention_lab.a09_tiny_gpt.visual import HeadsExplorer
 
     for explorer_class in (ex.AttentionExplorer, MultiHeadExplorer, PositionalExplorer, MaskingExplorer,
-                           CacheCostExplorer):
+                           CacheCostExplorer, HeadsExplorer):
         assert issubclass(explorer_class, explorer_module.Explorer)
         assert "redraw" not in vars(explorer_class) and "_on_change" not in vars(explorer_class)
 
