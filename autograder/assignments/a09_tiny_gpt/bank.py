@@ -23,6 +23,7 @@ logit margin far above 1e-6 and every uniform number stays away from the CDF's b
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -424,6 +425,41 @@ KNOWN_MISTAKES = {
 }
 
 
+#: The hidden cases of its own step on which each mistake's output is right (the case does not involve what it gets
+#: wrong): exactly where it keeps points (tests/test_tiny_gpt_assignment.py checks both ways).
+_EARLIER_OTHERS = {"softmax of logits as large as 1e4", "causal mask, square, T_k omitted (T = 4)",
+                   "split_heads, 4 tokens into 2 heads", "merge_heads, 2 heads of 4 tokens"}
+_WITHOUT_CACHE = {"greedy from BOS and a block of 3 repeated once, without the cache",
+                  "sampled at temperature 1.0 from BOS and two tokens, without the cache"}
+_SAMPLED = {"temperature 0.5, u = 0.9", "temperature 2.0, u = 0.55", "temperature 1.0, u = 0.3"}
+PASSES = {
+    "mask_with_zero": _EARLIER_OTHERS | {"causal mask, 3 queries over 7 keys"},
+    "earlier_mask_top_left": _EARLIER_OTHERS | {"attention, 2 heads, 3 queries over 5 keys with the causal mask"},
+    "ln_eps_outside_root": {"5 rows of 6 features, gain and bias",
+                            "3 rows of 4 features (the unbiased variance differs by 4/3)"},
+    "ln_no_gain_bias": {"3 rows of 4 features (the unbiased variance differs by 4/3)",
+                        "nearly constant rows: variance below ε"},
+    "attn_top_left_mask": {"a full sequence of 8 (causal)"},
+    "attn_no_mask": {"one new token over a cache of 5"},  # the newest token may see every key anyway
+    "attn_cache_on_head_axis": {"a full sequence of 8 (causal)"},
+    "forward_positions_restart": {"12 tokens from scratch"},
+    "forward_caches_not_passed": {"12 tokens from scratch"},
+    "sample_temperature_multiplied": {"greedy", "temperature 1.0, u = 0.3"},
+    "sample_unnormalised": {"greedy", "temperature 1.0, u = 0.3"},
+    "sample_rank_not_id": {"greedy"},
+    "greedy_argmin": _SAMPLED,
+    "generate_cache_not_kept": _WITHOUT_CACHE,
+    "generate_feeds_everything": _WITHOUT_CACHE,
+    # the prompt's first and last rows pick the same token here
+    "generate_first_row": {"greedy from BOS and two tokens (the model invents a block), with the cache",
+                           "sampled at temperature 1.5 from BOS and two tokens, with the cache"},
+    "generate_same_uniform": {"greedy from BOS and a block of 3 repeated once, with the cache",
+                              "greedy from BOS and a block of 3 repeated once, without the cache",
+                              "greedy from BOS and two tokens (the model invents a block), with the cache"},
+}
+KNOWN_MISTAKES = {name: dataclasses.replace(mistake, passes=frozenset(PASSES.get(name, ())))
+                  for name, mistake in KNOWN_MISTAKES.items()}
+
 #: The grader's form of the mistakes: the edited cells (what the spec hands the grader).
 MISTAKES = variants(KNOWN_MISTAKES, SOLUTION)
 
@@ -542,7 +578,7 @@ def _next_token_cases():
     exact = dict(outputs=("the token",), rtol=0.0, atol=0.0)
     return [
         Case("greedy", "next_token", (logits,), **exact),
-        Case("temperature 0.5, u = 0.6", "next_token", (logits, 0.5, 0.6), **exact),
+        Case("temperature 0.5, u = 0.9", "next_token", (logits, 0.5, 0.9), **exact),
         Case("temperature 2.0, u = 0.55", "next_token", (logits, 2.0, 0.55), **exact),
         Case("temperature 1.0, u = 0.3", "next_token", (logits, 1.0, 0.3), **exact),
     ]

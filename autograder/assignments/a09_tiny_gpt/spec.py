@@ -131,7 +131,7 @@ def tiny_model() -> tuple[dict[str, np.ndarray], dict]:
 
 def _worked_cases():
     params, config = tiny_model()
-    x = np.array([[1.0, 2.0, 3.0, 6.0], [0.5, 0.5, 0.5, 0.5001]])
+    x = np.array([[1.0, 2.0, 3.0, 6.0], [0.0, 0.0, 0.0, 0.002]])
     h = np.array([[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
     W = np.array([[1.0, 0.0, 0.5, 0.0], [0.0, 1.0, 0.0, 0.5], [0.5, 0.0, 1.0, 0.0], [0.0, 0.5, 0.0, 1.0]])
     eye, I = np.eye(4), np.eye(4)
@@ -142,7 +142,7 @@ def _worked_cases():
     tol = dict(rtol=1e-5, atol=1e-6)
     exact = dict(rtol=0.0, atol=0.0)
     return (
-        Case("2 rows [1, 2, 3, 6] and the nearly constant [0.5, 0.5, 0.5, 0.5001], gain 1, bias 0", "layer_norm",
+        Case("2 rows [1, 2, 3, 6] and the nearly constant [0, 0, 0, 0.002] (variance below ε), gain 1, bias 0", "layer_norm",
              (x, np.ones(4), np.zeros(4)), outputs=("the normalised rows",), **tol),
         Case("the row [1, 2, 3, 6] with gain [2, 1, 1, 1] and bias [0, 0, 0, 1]", "layer_norm",
              (x[:1], np.array([2.0, 1.0, 1.0, 1.0]), np.array([0.0, 0.0, 0.0, 1.0])),
@@ -172,8 +172,8 @@ def _worked_cases():
              (np.log(np.array([1.0, 2.0, 3.0])), 0.5, 0.1), outputs=("the token",), **exact),
         Case("the tiny model, greedy, prompt [0, 1], 3 new tokens, with the cache", "generate",
              (params, config, [0, 1], 3), outputs=("the tokens",), **exact),
-        Case("the tiny model, sampled at temperature 1, u = [0.1, 0.5, 0.9], without the cache", "generate",
-             (params, config, [0, 1], 3), {"temperature": 1.0, "uniforms": np.array([0.1, 0.5, 0.9]),
+        Case("the tiny model, sampled at temperature 1, u = [0.05, 0.5, 0.95], without the cache", "generate",
+             (params, config, [0, 1], 3), {"temperature": 1.0, "uniforms": np.array([0.05, 0.5, 0.95]),
                                           "use_cache": False}, outputs=("the tokens",), **exact),
     )
 
