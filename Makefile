@@ -24,7 +24,7 @@ export PATH := $(BIN):$(PATH)
 # On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install lab test test-fast release grade new-cohort class-report check bench-grading demo report student-env worked-cases lite clean sandbox hub hub-teardown proxy
+.PHONY: install lab test test-fast release grade new-cohort class-report check bench-grading demo report student-env worked-cases train-gpt lite clean sandbox hub hub-teardown proxy
 
 install: $(STAMP)
 
@@ -87,6 +87,12 @@ student-env: $(STAMP)
 ## worked-cases: regenerate the worked cases the visible self-checks show (attention_lab/aNN_*/worked_cases.json) from the specs
 worked-cases: $(STAMP)
 	$(BIN)/python -m autograder worked-cases
+
+## train-gpt: retrain assignment 9's tiny GPT from its fixed seeds (about 3-4 minutes on 2 cores, at most 15;
+## not part of the test suite); rewrites attention_lab/a09_tiny_gpt/{weights.npz,training.json}, then run
+## `python -m autograder.assignments.a09_tiny_gpt.design` and the tests (DESIGN.md and the findings are checked)
+train-gpt: $(STAMP)
+	$(BIN)/python -m autograder.assignments.a09_tiny_gpt.train
 
 ## hub: JupyterHub for a class on this machine (run as root): creates the Unix users, the course directory
 ## with nbgrader's exchange and the students' environment under $(HUB_ROOT), then runs the hub on 127.0.0.1

@@ -106,6 +106,8 @@ def _fresh(value):
         return value.copy()
     if isinstance(value, (tuple, list)):
         return type(value)(_fresh(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _fresh(item) for key, item in value.items()}
     return value
 
 

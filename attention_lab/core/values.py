@@ -126,7 +126,8 @@ def encode(value: Any, depth: int = 0) -> Any:
 
     Supported: ``numpy.ndarray`` (and subclasses, sent as plain arrays),
     NumPy scalars, ``bool``, ``int``, ``float`` (also inf and NaN), ``str``,
-    ``None``, and ``tuple``/``list`` of these up to :data:`MAX_DEPTH` levels, and a
+    ``None``, and ``tuple``/``list`` of these and ``dict`` of them with string keys (a model's parameters,
+    assignment 9) up to :data:`MAX_DEPTH` levels, and a
     :class:`~attention_lab.core.losses.CubicLoss` (as its coefficient arrays).
     Exact types are required for containers, so a subclass cannot hide
     behaviour in ``__iter__``. Anything else becomes ``{"unsupported": <type name>}``.
@@ -163,6 +164,9 @@ def encode(value: Any, depth: int = 0) -> Any:
         return {"scalar": _npy(np.asarray(value))}
     if kind in (tuple, list) and depth < MAX_DEPTH:
         return {kind.__name__: [encode(item, depth + 1) for item in value]}
+    if kind is dict and depth < MAX_DEPTH and all(type(key) is str for key in value):
+        # sent as [key, value] pairs, so that the key order (the caller's) survives any JSON reader
+        return {"dict": [[key[:MAX_TEXT], encode(item, depth + 1)] for key, item in value.items()]}
     if kind is CubicLoss:  # a hidden case's loss for numerical_gradient: sent as its coefficients
         return {"cubic_loss": [encode(v, MAX_DEPTH) for v in value.coefficients]}
     return {"unsupported": f"a {kind.__module__}.{kind.__qualname__}"}
@@ -180,7 +184,7 @@ def decode(data: Any) -> Any:
     -------
     object
         Plain ``numpy.ndarray`` (an :class:`ArrayFromSubclass` for a learner's subclass), NumPy scalar,
-        Python scalar, tuple, list or :class:`Unsupported`.
+        Python scalar, tuple, list, dict (string keys) or :class:`Unsupported`.
 
     Raises
     ------
@@ -204,6 +208,12 @@ def decode(data: Any) -> Any:
             return tuple(decode(item) for item in data["tuple"])
         if "list" in data:
             return [decode(item) for item in data["list"]]
+        if "dict" in data:
+            pairs = data["dict"]
+            if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
+                                                      for p in pairs):
+                raise ValueError(f"not an encoded dict: {str(pairs)[:80]}")
+            return {key: decode(item) for key, item in pairs}
         if "unsupported" in data:
             return Unsupported(str(data["unsupported"]))
         if "cubic_loss" in data and isinstance(data["cubic_loss"], list) and len(data["cubic_loss"]) == 4:

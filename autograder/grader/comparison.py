@@ -152,6 +152,19 @@ def _expect(case: Case, name: str, got, expected) -> None:
         for label, got_item, expected_item in zip(case.outputs, got, expected):
             _expect(case, label, got_item, expected_item)
         return
+    if isinstance(expected, list):  # e.g. one (K, V) cache per layer (assignment 9): checked item by item
+        if not isinstance(got, (list, tuple)) or len(got) != len(expected):
+            raise CheckFailed(f"{name} should be a list of {len(expected)} values, but it is {_what(got)}")
+        for index, (got_item, expected_item) in enumerate(zip(got, expected)):
+            if isinstance(expected_item, tuple):
+                if not isinstance(got_item, (tuple, list)) or len(got_item) != len(expected_item):
+                    raise CheckFailed(f"{name}[{index}] should be {len(expected_item)} values, but it is "
+                                      f"{_what(got_item)}")
+                for part, (g, e) in enumerate(zip(got_item, expected_item)):
+                    _expect(case, f"{name}[{index}][{part}]", g, e)
+            else:
+                _expect(case, f"{name}[{index}]", got_item, expected_item)
+        return
     if isinstance(expected, np.ndarray):
         if isinstance(got, wire.ArrayFromSubclass):
             raise CheckFailed(f"{name} should be a plain NumPy array, but it is a {got.source_class} "
@@ -663,6 +676,8 @@ def _size_limits(grader: Grader, grade_id: str) -> tuple[int, int]:
 
 
 def _leaves(value):
+    if isinstance(value, dict):
+        value = list(value.values())
     if isinstance(value, (tuple, list)):
         for item in value:
             yield from _leaves(item)
@@ -674,6 +689,8 @@ def _plain(value):
     """A decoded argument with any array of an ``ndarray`` subclass as a plain array (what the reference is given)."""
     if isinstance(value, (tuple, list)):
         return type(value)(_plain(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
     return value.view(np.ndarray) if isinstance(value, np.ndarray) and type(value) is not np.ndarray else value
 
 

@@ -52,6 +52,11 @@ def _value(data, depth: int = 0):
             return {kind: [_value(item, depth + 1) for item in items]}
         if set(data) in ({"scalar"}, {"float"}):
             return data
+        if set(data) == {"dict"}:  # [key, value] pairs: a model's parameters passed to an earlier function
+            pairs = data["dict"]
+            if not isinstance(pairs, list) or not all(isinstance(pair, list) and len(pair) == 2 for pair in pairs):
+                raise Forged("a dict that is not a list of [key, value] pairs")
+            return {"dict": [[_text(key, "name"), _value(item, depth + 1)] for key, item in pairs]}
     raise Forged("a value the probe does not send")
 
 

@@ -1,368 +1,94 @@
-"""Draft answer bank of assignment 9 (the tiny-GPT capstone): learner API, solution, variants, mistakes, cases.
+"""Answer bank of assignment 9 (the tiny-GPT capstone): solution, variants, hidden cases.
 
-The learner assembles the model of :mod:`autograder.assignments.a09_tiny_gpt.model` from
-small functions, one sequence (T,) at a time, and runs it on the committed
-weights. Layout-independent material for the notebook and the grading spec:
+See DESIGN.md next to this file for the model, its conventions and what each case, variant and mistake is for.
 
-* :data:`GIVEN` — functions from earlier assignments (the course's versions;
-  in the notebook these can be the learner's own);
-* :data:`SOLUTION` — the reference-style solution cells, in notebook order;
-* :data:`STEPS` — graded steps with points, hidden cases and tolerances;
-* :data:`CORRECT` / :data:`MISTAKES` — the answer bank
-  (:class:`~autograder.grader.draft_rewrites.Rewrite`, :class:`~autograder.grader.draft_rewrites.Edit`);
-* :data:`REFERENCE` — the learner API implemented by the reference model.
+* ``SOLUTION`` — the source notebook's solution cells (grade_id → source; the grade_ids of the
+  solution cells are the function names, the test cells are ``STEPS``); the first cell,
+  ``from_earlier_assignments``, holds what the learner pastes from assignments 1, 2 and 5.
+* ``CORRECT`` — differently written correct answers (cell replacements, :class:`Variant`), among them
+  the way public code writes them (nanoGPT's fused projection and ``masked_fill``, GPT-2's ``gelu_new``,
+  einsum, float32 LayerNorm and GELU).
+* ``KNOWN_MISTAKES`` — known mistakes as exact edits of ``SOLUTION`` (:class:`Mistake`);
+  ``MISTAKES`` holds the edited cells the grader uses.
+* :func:`hidden_cases` — the hidden cases per step, on the committed weights where a step takes them,
+  which the spec hands the grader, and ``REFERENCE``, the functions that give their expected results.
 
-Learner conventions: ``config`` is a plain dict (:data:`LEARNER_CONFIG`), so
-that hidden cases can send it as data; a layer's cache is a pair
-``(K, V)`` of arrays (n_heads, T_past, d_head); ``model_forward`` returns the
-logits and the list of the layers' caches.
+Hidden generation cases are short (prompts of at most 5 tokens, 5 new tokens): each step is graded with
+stand-ins for the earlier functions it calls (:mod:`autograder.grader.stand_ins`), and a decoding chain needs
+one stand-in pass per call that depends on an earlier stand-in's answer (two per generated token, one per
+prompt token fed alone), which must stay within ``stand_ins.MAX_PASSES``; every greedy step keeps a top-2
+logit margin far above 1e-6 and every uniform number stays away from the CDF's boundaries
+(``tests/test_tiny_gpt_assignment.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from autograder.grader.draft_rewrites import Edit, Rewrite
+from autograder.grader.bank import Edit, Mistake, source_solution, variants
+from autograder.grader.spec import Case, Variant
 
-from . import model, reference
-from .reference import REFERENCE, model_config  # noqa: F401 — the bank's readers take the learner API from here
+from autograder.assignments.a01_attention import reference as attention
+from autograder.assignments.a02_multi_head import reference as multi_head
+from autograder.assignments.a05_kv_cache import reference as kv_cache
 
-#: What the learner's functions receive as ``config``.
+from . import model
+from . import reference as ref
+
+#: Test cells in notebook order: grade_id → (what it grades, points).
+STEPS = {
+    "test_from_earlier_assignments": ("your functions from assignments 1, 2 and 5", 1),
+    "test_layer_norm": ("layer_norm: biased variance, ε inside the root", 1),
+    "test_gelu": ("gelu: the tanh form", 1),
+    "test_mlp": ("mlp: gelu(x W_1 + b_1) W_2 + b_2", 1),
+    "test_causal_attention": ("causal_attention: heads, the KV cache, the bottom-right mask", 2),
+    "test_decoder_block": ("decoder_block: pre-LN with residual connections", 2),
+    "test_model_forward": ("model_forward: embeddings at the right positions, blocks, LN_f, W_out", 2),
+    "test_next_token": ("next_token: greedy and inverse-CDF sampling in token-id order", 1),
+    "test_generate": ("generate: exact tokens, greedy and sampled, with and without the cache", 2),
+}
+
+#: What the learner's functions receive as ``config`` (the committed model's).
 LEARNER_CONFIG = {"vocab_size": 20, "block_size": 32, "n_heads": 2, "n_layers": 2, "ln_eps": 1e-5}
 
-GIVEN = '''
-def softmax(x, axis=-1):
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
-
-
-def causal_mask(T_q, T_k=None):
-    """Assignment 5: (T_q, T_k), True where query i (the last T_q of T_k positions) may see key j."""
-    T_k = T_q if T_k is None else T_k
-    return np.tril(np.ones((T_q, T_k), dtype=bool), k=T_k - T_q)
-
-
-def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
-    """Assignment 1: softmax(Q Kᵀ / √d_k) V over the last two axes; returns (output, weights)."""
-    scores = Q @ np.swapaxes(K, -1, -2)
-    if scale:
-        scores = scores / np.sqrt(Q.shape[-1])
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    weights = softmax(scores, axis=-1)
-    return weights @ V, weights
-
-
-def split_heads(X, n_heads):
-    """Assignment 2: (T, d_model) → (n_heads, T, d_head)."""
-    T, d_model = X.shape
-    return X.reshape(T, n_heads, d_model // n_heads).transpose(1, 0, 2)
-
-
-def merge_heads(H):
-    """Assignment 2: (n_heads, T, d_head) → (T, n_heads · d_head)."""
-    n_heads, T, d_head = H.shape
-    return H.transpose(1, 0, 2).reshape(T, n_heads * d_head)
-
-
-def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
-    """Assignment 5 (one head): attend from new tokens over the cache plus themselves; returns (out, K, V)."""
-    K = np.concatenate([K_cache, x_new @ W_k])
-    V = np.concatenate([V_cache, x_new @ W_v])
-    out, _ = scaled_dot_product_attention(x_new @ W_q, K, V, mask=causal_mask(len(x_new), len(K)))
-    return out, K, V
-'''
-
-SOLUTION: dict[str, str] = {
-    "layer_norm": '''
-def layer_norm(x, gain, bias, eps=1e-5):
-    x = np.asarray(x, dtype=float)
-    mean = x.mean(axis=-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    normalised = (x - mean) / np.sqrt(var + eps)
-    return normalised * gain + bias
-''',
-    "gelu": '''
-def gelu(x):
-    x = np.asarray(x, dtype=float)
-    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
-''',
-    "mlp": '''
-def mlp(x, W_1, b_1, W_2, b_2):
-    return gelu(x @ W_1 + b_1) @ W_2 + b_2
-''',
-    "causal_attention": '''
-def causal_attention(h, W_q, W_k, W_v, W_o, n_heads, cache=None):
-    Q, K, V = (split_heads(h @ W, n_heads) for W in (W_q, W_k, W_v))
-    if cache is not None:
-        K = np.concatenate([cache[0], K], axis=1)
-        V = np.concatenate([cache[1], V], axis=1)
-    mask = causal_mask(Q.shape[1], K.shape[1])
-    heads, _ = scaled_dot_product_attention(Q, K, V, mask=mask)
-    return merge_heads(heads) @ W_o, (K, V)
-''',
-    "decoder_block": '''
-def decoder_block(x, params, layer, n_heads, eps=1e-5, cache=None):
-    p = f"block{layer}."
-    h = layer_norm(x, params[p + "ln1.gain"], params[p + "ln1.bias"], eps)
-    attended, cache = causal_attention(h, params[p + "W_q"], params[p + "W_k"], params[p + "W_v"],
-                                       params[p + "W_o"], n_heads, cache)
-    x = x + attended
-    h = layer_norm(x, params[p + "ln2.gain"], params[p + "ln2.bias"], eps)
-    x = x + mlp(h, params[p + "W_1"], params[p + "b_1"], params[p + "W_2"], params[p + "b_2"])
-    return x, cache
-''',
-    "model_forward": '''
-def model_forward(params, tokens, config, caches=None):
-    tokens = np.asarray(tokens)
-    T_past = 0 if caches is None else caches[0][0].shape[1]
-    x = params["W_emb"][tokens] + params["W_pos"][T_past:T_past + len(tokens)]
-    new_caches = []
-    for layer in range(config["n_layers"]):
-        x, cache = decoder_block(x, params, layer, config["n_heads"], config["ln_eps"],
-                                 None if caches is None else caches[layer])
-        new_caches.append(cache)
-    x = layer_norm(x, params["ln_f.gain"], params["ln_f.bias"], config["ln_eps"])
-    return x @ params["W_out"], new_caches
-''',
-    "next_token": '''
-def next_token(logits, temperature=None, u=None):
-    logits = np.asarray(logits, dtype=float)
-    if temperature is None:
-        return int(np.argmax(logits))
-    z = logits / temperature
-    p = np.exp(z - z.max())
-    p = p / p.sum()
-    cdf = np.cumsum(p)
-    return int(min(np.searchsorted(cdf, u, side="right"), len(p) - 1))
-''',
-    "generate": '''
-def generate(params, config, prompt, n_new, temperature=None, uniforms=None, use_cache=True):
-    tokens = [int(t) for t in prompt]
-    caches = None
-    new = tokens
-    for k in range(n_new):
-        if use_cache:
-            logits, caches = model_forward(params, new, config, caches)
-        else:
-            logits, _ = model_forward(params, tokens, config)
-        u = None if uniforms is None else uniforms[k]
-        tokens.append(next_token(logits[-1], temperature, u))
-        new = tokens[-1:]
-    return np.array(tokens)
-''',
+REFERENCE = {
+    "softmax": attention.softmax,
+    "scaled_dot_product_attention": attention.scaled_dot_product_attention,
+    "causal_mask": kv_cache.causal_mask,
+    "split_heads": multi_head.split_heads,
+    "merge_heads": multi_head.merge_heads,
+    **ref.REFERENCE,
 }
 
+# ------------------------------------------------------------------ solution
+#: The source notebook's solution cells (grade_id → source), read from source/09_tiny_gpt/, never a copy.
+SOLUTION = source_solution(__name__)
 
-# ---------------------------------------------------------------- hidden cases
-
-@dataclass(frozen=True)
-class HiddenCase:
-    """One hidden call, compared with :data:`REFERENCE`; ``exposes`` names the mistakes it is there for."""
-
-    description: str
-    function: str
-    args: tuple
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-    exposes: tuple[str, ...] = ()
-
-
-@functools.lru_cache(maxsize=1)
-def committed_parameters() -> dict[str, np.ndarray]:
-    """The committed weights (read once)."""
-    return model.load_weights()[0]
-
-
-def _embedded(tokens) -> np.ndarray:
-    """Token + position embeddings of a sequence under the committed weights (a realistic block input)."""
-    params = committed_parameters()
-    tokens = np.asarray(tokens)
-    return params["W_emb"][tokens] + params["W_pos"][:tokens.size]
-
-
-#: Prompts for greedy generation, each with n_new = block_size − len(prompt); every greedy step keeps a top-2
-#: logit margin ≥ 0.02 under the committed weights (test_tiny_gpt_bank checks ≥ 1e-3, the spec's bound).
-GREEDY_PROMPTS: dict[str, list[int]] = {
-    "in_distribution": [0, 7, 3, 15, 1, 9, 7, 3],
-    "block_only": [0, 4, 11, 2, 16, 8, 5, 13],
-    "bos_and_two": [0, 6, 17],
-    "bos_only": [0],
-    "repeat_inside_block": [0, 3, 4, 3, 9, 12],
-    "block_longer_than_trained": [0, *range(1, 15), 1, 2],
-    "no_bos": [5, 9, 2, 5, 9],
-}
-
-#: Sampled generation: (prompt, temperature, seed of the uniforms); the uniforms stay ≥ 1e-4 from every CDF
-#: boundary (checked in the test).
-SAMPLED: tuple[tuple[list[int], float, int], ...] = (
-    ([0, 6, 17], 0.7, 5), ([0, 6, 17], 1.0, 6), ([0, 2, 9, 14], 1.5, 7),
-)
-
-
-def layer_norm_cases() -> list[HiddenCase]:
-    rng = np.random.default_rng(90)
-    near_constant = 0.01 + 1e-3 * rng.normal(size=(2, 8))              # variance ≈ 1e-6 < ε = 1e-5
-    return [
-        HiddenCase("rows of 6 features, gain and bias", "layer_norm",
-                   (rng.normal(size=(5, 6)) * 3 + 1, rng.normal(size=6), rng.normal(size=6)),
-                   exposes=("ln_unbiased_variance", "ln_no_gain_bias", "ln_over_positions")),
-        HiddenCase("d = 4 (the unbiased variance differs by 4/3)", "layer_norm",
-                   (rng.normal(size=(3, 4)), np.ones(4), np.zeros(4)), exposes=("ln_unbiased_variance",)),
-        HiddenCase("nearly constant rows: variance below ε", "layer_norm",
-                   (near_constant, np.ones(8), np.zeros(8)), exposes=("ln_eps_outside_root",)),
-        HiddenCase("the committed final LayerNorm on real embeddings", "layer_norm",
-                   (_embedded([0, 4, 8, 4, 8]), committed_parameters()["ln_f.gain"],
-                    committed_parameters()["ln_f.bias"])),
-    ]
-
-
-def gelu_cases() -> list[HiddenCase]:
-    return [HiddenCase("x from −5 to 5 (the forms differ most at ±2.7)", "gelu", (np.linspace(-5, 5, 41),),
-                       exposes=("gelu_erf", "gelu_relu", "gelu_no_cubic", "gelu_quick"))]
-
-
-def mlp_cases() -> list[HiddenCase]:
-    params = committed_parameters()
-    h = model.layer_norm(_embedded([0, 3, 5, 7, 3, 5]), params["block0.ln2.gain"], params["block0.ln2.bias"])
-    return [HiddenCase("block 0's MLP on a real LayerNorm output", "mlp",
-                       (h, params["block0.W_1"], params["block0.b_1"], params["block0.W_2"], params["block0.b_2"]),
-                       exposes=("mlp_no_activation",))]
-
-
-def _attention_weights(layer=0):
-    params = committed_parameters()
-    p = f"block{layer}."
-    return tuple(params[p + W] for W in ("W_q", "W_k", "W_v", "W_o"))
-
-
-def attention_cases() -> list[HiddenCase]:
-    params = committed_parameters()
-    tokens = [0, 7, 3, 15, 7, 3, 15, 7]
-    h = model.layer_norm(_embedded(tokens), params["block0.ln1.gain"], params["block0.ln1.bias"])
-    _, past = reference.causal_attention(h[:5], *_attention_weights(), 2)
-    return [
-        HiddenCase("full sequence of 8 (causal)", "causal_attention", (h, *_attention_weights(), 2),
-                   exposes=("attn_no_mask",)),
-        HiddenCase("one new token over a cache of 5", "causal_attention", (h[5:6], *_attention_weights(), 2),
-                   {"cache": past}, exposes=("attn_top_left_mask", "attn_cache_on_head_axis")),
-        HiddenCase("three new tokens over a cache of 5", "causal_attention", (h[5:8], *_attention_weights(), 2),
-                   {"cache": past}, exposes=("attn_top_left_mask",)),
-    ]
-
-
-def block_cases() -> list[HiddenCase]:
-    params = committed_parameters()
-    x = _embedded([0, 7, 3, 15, 1, 7, 3, 15, 1, 7])
-    _, past = reference.decoder_block(x[:6], params, 1, 2)
-    return [
-        HiddenCase("block 1 on 10 real tokens", "decoder_block", (x, params, 1, 2),
-                   exposes=("block_post_ln", "block_no_attention_residual", "block_ln1_twice")),
-        HiddenCase("block 1, four new tokens over a cache of 6", "decoder_block", (x[6:], params, 1, 2),
-                   {"cache": past}),
-    ]
-
-
-def forward_cases() -> list[HiddenCase]:
-    params = committed_parameters()
-    tokens = [0, 9, 4, 12, 2, 9, 4, 12, 2, 9, 4, 12]
-    _, caches = reference.model_forward(params, tokens[:7], LEARNER_CONFIG)
-    return [
-        HiddenCase("12 tokens from scratch", "model_forward", (params, tokens, LEARNER_CONFIG),
-                   exposes=("forward_no_final_ln", "forward_tied_head")),
-        HiddenCase("5 new tokens after a cache of 7 (positions 7–11)", "model_forward",
-                   (params, tokens[7:], LEARNER_CONFIG), {"caches": caches},
-                   exposes=("forward_positions_restart", "forward_caches_not_passed")),
-    ]
-
-
-def next_token_cases() -> list[HiddenCase]:
-    logits = np.array([0.3, 2.0, -1.0, 1.2, 0.9])
-    return [
-        HiddenCase("greedy", "next_token", (logits,)),
-        HiddenCase("temperature 0.5, u = 0.6", "next_token", (logits, 0.5, 0.6),
-                   exposes=("sample_temperature_multiplied", "sample_rank_not_id")),
-        HiddenCase("temperature 2.0, u = 0.55", "next_token", (logits, 2.0, 0.55),
-                   exposes=("sample_temperature_multiplied", "sample_unnormalised", "sample_rank_not_id")),
-        HiddenCase("temperature 1.0, u = 0.3", "next_token", (logits, 1.0, 0.3), exposes=("sample_rank_not_id",)),
-    ]
-
-
-def generate_cases() -> list[HiddenCase]:
-    params = committed_parameters()
-    cases = []
-    for name, prompt in GREEDY_PROMPTS.items():
-        n_new = LEARNER_CONFIG["block_size"] - len(prompt)
-        cases.append(HiddenCase(f"greedy, prompt {name}, with cache", "generate",
-                                (params, LEARNER_CONFIG, prompt, n_new),
-                                exposes=("generate_cache_not_kept", "generate_first_row",
-                                         "generate_feeds_everything") if name == "in_distribution" else ()))
-        if name in ("in_distribution", "bos_and_two"):
-            cases.append(HiddenCase(f"greedy, prompt {name}, without cache", "generate",
-                                    (params, LEARNER_CONFIG, prompt, n_new), {"use_cache": False},
-                                    exposes=("generate_first_row",)))
-    for prompt, temperature, seed in SAMPLED:
-        n_new = LEARNER_CONFIG["block_size"] - len(prompt)
-        u = np.random.default_rng(seed).random(n_new)
-        cases.append(HiddenCase(f"sampled at temperature {temperature}", "generate",
-                                (params, LEARNER_CONFIG, prompt, n_new), {"temperature": temperature, "uniforms": u}))
-    return cases
-
-
-@dataclass(frozen=True)
-class Step:
-    """A graded step: its solution cell, points, hidden cases and comparison tolerances."""
-
-    cell: str
-    title: str
-    points: float
-    cases: Callable[[], list[HiddenCase]]
-    rtol: float
-    atol: float
-
-
-STEPS: dict[str, Step] = {
-    "layer_norm": Step("layer_norm", "LayerNorm (biased variance, ε inside the root)", 1.0, layer_norm_cases,
-                       1e-5, 1e-6),
-    "gelu": Step("gelu", "GELU, tanh form", 0.5, gelu_cases, 1e-6, 1e-6),
-    "mlp": Step("mlp", "MLP", 0.5, mlp_cases, 1e-5, 1e-6),
-    "causal_attention": Step("causal_attention", "causal multi-head attention with a KV cache", 2.0,
-                             attention_cases, 1e-5, 1e-6),
-    "decoder_block": Step("decoder_block", "pre-LN decoder block", 1.5, block_cases, 1e-5, 1e-5),
-    "model_forward": Step("model_forward", "model forward (embeddings, blocks, final LN, head)", 2.0,
-                          forward_cases, 1e-4, 1e-4),
-    "next_token": Step("next_token", "greedy and inverse-CDF sampling of one token", 1.0, next_token_cases, 0, 0),
-    "generate": Step("generate", "generation, greedy and sampled, with and without the cache", 2.0,
-                     generate_cases, 0, 0),
-}
-
-
-# ---------------------------------------------------------------- correct variants
-
-CORRECT: dict[str, Rewrite] = {
-    "np_var_and_std": Rewrite("LayerNorm with np.var (ddof=0, NumPy's default)", {"layer_norm": '''
+# ------------------------------------------------------------------ correct variants
+CORRECT = {
+    "np_var_layer_norm": Variant("LayerNorm with np.var (ddof=0, NumPy's default) and np.mean", {"layer_norm": '''
 def layer_norm(x, gain, bias, eps=1e-5):
     x = np.asarray(x, dtype=float)
     centred = x - np.mean(x, axis=-1, keepdims=True)
     return gain * centred / np.sqrt(np.var(x, axis=-1, keepdims=True) + eps) + bias
 '''}),
-    "mean_of_squares": Rewrite("LayerNorm variance as mean(x²) − mean(x)²", {"layer_norm": '''
+    "mean_of_squares": Variant("LayerNorm's variance as mean(x²) − mean(x)², one reciprocal", {"layer_norm": '''
 def layer_norm(x, gain, bias, eps=1e-5):
     x = np.asarray(x, dtype=float)
     mu = x.mean(axis=-1, keepdims=True)
     var = (x * x).mean(axis=-1, keepdims=True) - mu * mu
     return (x - mu) * (1.0 / np.sqrt(var + eps)) * gain + bias
 '''}),
-    "float32_layer_norm_and_gelu": Rewrite("LayerNorm and GELU in float32 (within the tolerance)", {
+    "float32_layer_norm_and_gelu": Variant("LayerNorm and GELU in float32, as frameworks run them (within the tolerance)", {
         "layer_norm": '''
 def layer_norm(x, gain, bias, eps=1e-5):
     x = np.asarray(x, dtype=np.float32)
     mean = x.mean(axis=-1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return ((x - mean) / np.sqrt(var + np.float32(eps))) * gain.astype(np.float32) + bias.astype(np.float32)
+    return ((x - mean) / np.sqrt(var + np.float32(eps))) * np.float32(gain) + np.float32(bias)
 ''',
         "gelu": '''
 def gelu(x):
@@ -370,32 +96,31 @@ def gelu(x):
     c = np.float32(np.sqrt(2.0 / np.pi))
     return np.float32(0.5) * x * (1 + np.tanh(c * (x + np.float32(0.044715) * x * x * x)))
 '''}),
-    "gelu_written_out": Rewrite("GELU with math constants and np.power", {"gelu": '''
+    "gpt2_gelu_new": Variant("GELU as GPT-2's gelu / Hugging Face's gelu_new: math constants and np.power", {"gelu": '''
 import math
 
 
 def gelu(x):
-    x = np.asarray(x, dtype=float)
-    inner = math.sqrt(2 / math.pi) * (x + 0.044715 * np.power(x, 3))
-    return x * (1 + np.tanh(inner)) / 2
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * np.power(x, 3.0))))
 '''}),
-    "heads_with_assignment_5": Rewrite("attention head by head with assignment 5's attend_with_cache on column "
-                                       "slices of the projections", {"causal_attention": '''
+    "heads_one_at_a_time": Variant("attention head by head on column slices of the projections, caches stacked", {
+        "causal_attention": '''
 def causal_attention(h, W_q, W_k, W_v, W_o, n_heads, cache=None):
     d_head = W_q.shape[1] // n_heads
     outputs, Ks, Vs = [], [], []
     for i in range(n_heads):
         cols = slice(i * d_head, (i + 1) * d_head)
-        K_past = np.zeros((0, d_head)) if cache is None else cache[0][i]
-        V_past = np.zeros((0, d_head)) if cache is None else cache[1][i]
-        out, K, V = attend_with_cache(h, K_past, V_past, W_q[:, cols], W_k[:, cols], W_v[:, cols])
+        k, v = h @ W_k[:, cols], h @ W_v[:, cols]
+        if cache is not None:
+            k, v = np.vstack([cache[0][i], k]), np.vstack([cache[1][i], v])
+        out, _ = scaled_dot_product_attention(h @ W_q[:, cols], k, v, mask=causal_mask(len(h), len(k)))
         outputs.append(out)
-        Ks.append(K)
-        Vs.append(V)
-    return np.concatenate(outputs, axis=1) @ W_o, (np.stack(Ks), np.stack(Vs))
+        Ks.append(k)
+        Vs.append(v)
+    return np.hstack(outputs) @ W_o, (np.stack(Ks), np.stack(Vs))
 '''}),
-    "einsum_and_big_negative": Rewrite("attention with einsum, −1e9 for the blocked scores and W_o applied as a sum "
-                                       "over heads of each head times its rows of W_o", {"causal_attention": '''
+    "einsum_and_big_negative": Variant("attention with einsum, −1e9 for the blocked scores and W_o applied as a sum over "
+                                       "heads of each head times its rows of W_o", {"causal_attention": '''
 def causal_attention(h, W_q, W_k, W_v, W_o, n_heads, cache=None):
     T_new, d_model = h.shape
     d = d_model // n_heads
@@ -411,11 +136,34 @@ def causal_attention(h, W_q, W_k, W_v, W_o, n_heads, cache=None):
     w = np.exp(scores - scores.max(axis=-1, keepdims=True))
     w = w / w.sum(axis=-1, keepdims=True)
     heads = np.einsum("hqk,hke->hqe", w, V)
-    out = sum(heads[i] @ W_o[i * d:(i + 1) * d] for i in range(n_heads))
-    return out, (K, V)
+    return sum(heads[i] @ W_o[i * d:(i + 1) * d] for i in range(n_heads)), (K, V)
 '''}),
-    "block_as_loop_over_sublayers": Rewrite("decoder block as a loop over its two pre-LN sublayers", {
-        "decoder_block": '''
+    "nanogpt_attention": Variant(
+        "nanoGPT's CausalSelfAttention in NumPy: one fused (d, 3d) projection split into q, k, v, a tril 'bias' "
+        "buffer of block_size sliced at the new positions, masked_fill with −inf, y.transpose().reshape()", {
+            "causal_attention": '''
+import math
+
+
+def causal_attention(h, W_q, W_k, W_v, W_o, n_heads, cache=None):
+    T, C = h.shape
+    q, k, v = np.split(h @ np.concatenate([W_q, W_k, W_v], axis=1), 3, axis=1)
+    k = k.reshape(T, n_heads, C // n_heads).transpose(1, 0, 2)
+    q = q.reshape(T, n_heads, C // n_heads).transpose(1, 0, 2)
+    v = v.reshape(T, n_heads, C // n_heads).transpose(1, 0, 2)
+    if cache is not None:
+        past_k, past_v = cache
+        k, v = np.concatenate((past_k, k), axis=-2), np.concatenate((past_v, v), axis=-2)
+    T_all = k.shape[-2]
+    bias = np.tril(np.ones((T_all, T_all)))
+    att = (q @ k.swapaxes(-2, -1)) * (1.0 / math.sqrt(k.shape[-1]))
+    att = np.where(bias[T_all - T:T_all, :T_all] == 0, float("-inf"), att)
+    att = np.exp(att - att.max(axis=-1, keepdims=True))
+    att = att / att.sum(axis=-1, keepdims=True)
+    y = (att @ v).transpose(1, 0, 2).reshape(T, C)
+    return y @ W_o, (k, v)
+'''}),
+    "block_as_loop_over_sublayers": Variant("decoder block as a loop over its two pre-LN sublayers", {"decoder_block": '''
 def decoder_block(x, params, layer, n_heads, eps=1e-5, cache=None):
     p = f"block{layer}."
     new_cache = cache
@@ -433,8 +181,8 @@ def decoder_block(x, params, layer, n_heads, eps=1e-5, cache=None):
         x = x + sublayer(layer_norm(x, params[p + norm + ".gain"], params[p + norm + ".bias"], eps))
     return x, new_cache
 '''}),
-    "one_hot_embedding": Rewrite("embeddings as one-hot rows times W_emb; positions from np.arange", {
-        "model_forward": '''
+    "one_hot_embedding": Variant("embeddings as one-hot rows times W_emb, positions from np.arange, caches in a list "
+                                 "filled in place", {"model_forward": '''
 def model_forward(params, tokens, config, caches=None):
     tokens = np.asarray(tokens)
     start = 0 if caches is None else caches[0][0].shape[1]
@@ -446,8 +194,7 @@ def model_forward(params, tokens, config, caches=None):
     logits = layer_norm(x, params["ln_f.gain"], params["ln_f.bias"], config["ln_eps"]) @ params["W_out"]
     return logits, caches
 '''}),
-    "sampling_by_running_sum": Rewrite("inverse CDF with an explicit running sum; greedy with a loop", {
-        "next_token": '''
+    "sampling_by_running_sum": Variant("inverse CDF with an explicit running sum; greedy with a loop", {"next_token": '''
 def next_token(logits, temperature=None, u=None):
     logits = [float(v) for v in logits]
     if temperature is None:
@@ -466,8 +213,8 @@ def next_token(logits, temperature=None, u=None):
             return i
     return len(weights) - 1
 '''}),
-    "log_softmax_sampling": Rewrite("probabilities from a log-softmax; first index with u < cdf by np.argmax", {
-        "next_token": '''
+    "log_softmax_sampling": Variant("probabilities from a log-softmax; the first index with u < cdf by np.argmax",
+                                    {"next_token": '''
 def next_token(logits, temperature=None, u=None):
     logits = np.asarray(logits, dtype=float)
     if temperature is None:
@@ -478,7 +225,7 @@ def next_token(logits, temperature=None, u=None):
     above = u < cdf
     return int(np.argmax(above)) if above.any() else len(cdf) - 1
 '''}),
-    "prefill_token_by_token": Rewrite("with the cache, the prompt is fed one token at a time before generating; an "
+    "prefill_token_by_token": Variant("with the cache, the prompt is fed one token at a time before generating; an "
                                       "array is filled in place", {"generate": '''
 def generate(params, config, prompt, n_new, temperature=None, uniforms=None, use_cache=True):
     out = np.zeros(len(prompt) + n_new, dtype=np.int64)
@@ -498,191 +245,373 @@ def generate(params, config, prompt, n_new, temperature=None, uniforms=None, use
 '''}),
 }
 
+# ------------------------------------------------------------------ known mistakes
+_EA, _LN, _GE, _ML, _CA = "from_earlier_assignments", "layer_norm", "gelu", "mlp", "causal_attention"
+_DB, _MF, _NT, _GN = "decoder_block", "model_forward", "next_token", "generate"
+_TANH = "    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))"
 
-# ---------------------------------------------------------------- known mistakes
+KNOWN_MISTAKES = {
+    # ---- from_earlier_assignments: the pasted functions (each graded in its own assignment; here once, in step 0)
+    "mask_with_zero": Mistake(
+        "blocked scores set to 0 instead of −inf", "test_from_earlier_assignments",
+        "A blocked score of 0 still gets weight e⁰ = 1 after the softmax. Blocked scores must become −∞ (or a very "
+        "large negative number) before the softmax, so that they get weight exactly 0 (assignment 1).",
+        (Edit(_EA, "np.where(mask, scores, -np.inf)", "np.where(mask, scores, 0.0)"),)),
+    "earlier_mask_top_left": Mistake(
+        "causal mask aligned top-left (j ≤ i) instead of bottom-right", "test_from_earlier_assignments",
+        "With fewer queries than keys the queries are the last T_q positions: query i sits at position "
+        "i + T_k − T_q, so the triangle belongs in the bottom-right corner (assignment 5).",
+        (Edit(_EA, "np.tril(np.ones((T_q, T_k), dtype=bool), k=T_k - T_q)", "np.tril(np.ones((T_q, T_k), dtype=bool))"),),
+        evidence="pytorch/pytorch#108108"),
 
-MISTAKES: dict[str, Edit] = {
-    "ln_unbiased_variance": Edit(
-        "LayerNorm with the unbiased variance (÷ (d − 1)), as torch.std's default in the Annotated Transformer",
-        "layer_norm", "    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)",
-        "    var = x.var(axis=-1, ddof=1, keepdims=True)",
-        hint="LayerNorm divides by d, not d − 1 (the biased variance, as torch.nn.LayerNorm and this checkpoint): "
-             "with d − 1 every normalised value is √((d − 1)/d) too small.",
-        breaks="layer_norm"),
-    "ln_eps_outside_root": Edit(
-        "ε added to the standard deviation instead of inside the square root", "layer_norm",
-        "(x - mean) / np.sqrt(var + eps)", "(x - mean) / (np.sqrt(var) + eps)",
-        hint="This checkpoint (like torch.nn.LayerNorm) divides by √(σ² + ε). Adding ε to σ instead is almost the "
-             "same for large σ but not for nearly constant rows, whose σ is below √ε.",
-        breaks="layer_norm"),
-    "ln_no_gain_bias": Edit(
-        "LayerNorm without its learned gain and bias", "layer_norm",
-        "    return normalised * gain + bias", "    return normalised",
-        hint="After normalising, LayerNorm scales by its learned gain and adds its bias, per feature.",
-        breaks="layer_norm"),
-    "ln_over_positions": Edit(
-        "mean and variance over the positions (axis 0) instead of over each token's features", "layer_norm",
-        "    mean = x.mean(axis=-1, keepdims=True)\n    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)",
-        "    mean = x.mean(axis=0, keepdims=True)\n    var = ((x - mean) ** 2).mean(axis=0, keepdims=True)",
-        hint="LayerNorm normalises each token on its own, over its d_model features (the last axis); averaging "
-             "over positions mixes tokens (and would let a token see the future).",
-        breaks="layer_norm"),
-    "gelu_erf": Edit(
-        "the exact GELU ½ x (1 + erf(x/√2)) instead of the checkpoint's tanh approximation", "gelu",
-        "    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))",
-        "    import math\n    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / np.sqrt(2.0)))",
-        hint="This model was trained with GPT-2's tanh approximation of GELU. The exact erf form differs by up to "
-             "4.7e-4 (at x ≈ ±2.7), which moves this model's logits by up to 4e-3: use the tanh form given in "
-             "the text.",
-        breaks="gelu"),
-    "gelu_relu": Edit(
-        "ReLU instead of GELU", "gelu",
-        "    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))",
-        "    return np.maximum(x, 0.0)",
-        hint="GELU is smooth and slightly negative for negative inputs (GELU(−1) ≈ −0.159); ReLU is 0 there.",
-        breaks="gelu"),
-    "gelu_no_cubic": Edit(
-        "tanh approximation without the 0.044715 x³ term", "gelu",
-        " * (x + 0.044715 * x ** 3)))", " * x))",
-        hint="The tanh approximation's argument is √(2/π) (x + 0.044715 x³): the cubic term is part of it.",
-        breaks="gelu"),
-    "gelu_quick": Edit(
-        "x · sigmoid(1.702 x) (the 'quick GELU' of CLIP) instead of the tanh form", "gelu",
-        "    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))",
-        "    return x / (1.0 + np.exp(-1.702 * x))",
-        hint="x·σ(1.702x) is another approximation of GELU (up to 0.02 away); this model uses the tanh form.",
-        breaks="gelu"),
-    "mlp_no_activation": Edit(
-        "MLP without its non-linearity", "mlp",
-        "    return gelu(x @ W_1 + b_1) @ W_2 + b_2", "    return (x @ W_1 + b_1) @ W_2 + b_2",
-        hint="Without GELU between them the two linear layers collapse into one; apply GELU to the hidden layer.",
-        breaks="mlp"),
-    "attn_top_left_mask": Edit(
-        "causal mask aligned top-left: a new token over a cache sees only the first keys", "causal_attention",
-        "    mask = causal_mask(Q.shape[1], K.shape[1])",
-        "    mask = np.tril(np.ones((Q.shape[1], K.shape[1]), dtype=bool))",
-        hint="With a cache the new queries are the *last* positions: query i sits at T_past + i and may see keys "
-             "0 … T_past + i. Align the causal mask bottom-right (assignment 5).",
-        breaks="causal_attention"),
-    "attn_no_mask": Edit(
-        "no causal mask: every position sees the future", "causal_attention",
-        "    heads, _ = scaled_dot_product_attention(Q, K, V, mask=mask)",
-        "    heads, _ = scaled_dot_product_attention(Q, K, V, mask=None)",
-        hint="A decoder predicts the next token, so position t may only attend to positions ≤ t: pass the causal "
-             "mask.",
-        breaks="causal_attention"),
-    "attn_cache_on_head_axis": Edit(
-        "cache concatenated on the head axis (0) instead of the position axis (1)", "causal_attention",
-        "        K = np.concatenate([cache[0], K], axis=1)\n        V = np.concatenate([cache[1], V], axis=1)",
-        "        K = np.concatenate([cache[0], K], axis=0)\n        V = np.concatenate([cache[1], V], axis=0)",
-        hint="A layer's cache has shape (n_heads, T_past, d_head): new keys and values are appended along the "
-             "positions, axis 1.",
-        breaks="causal_attention", shape_only=True),
-    "block_post_ln": Edit(
+    # ---- layer_norm
+    "ln_unbiased_variance": Mistake(
+        "LayerNorm with the unbiased variance (÷ (d − 1)), as x.std(-1) in the Annotated Transformer", "test_layer_norm",
+        "LayerNorm divides by d, not d − 1 (the biased variance, as torch.nn.LayerNorm and this checkpoint): with "
+        "d − 1 every normalised value is √((d − 1)/d) too small.",
+        (Edit(_LN, "var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)", "var = x.var(axis=-1, ddof=1, keepdims=True)"),)),
+    "ln_eps_outside_root": Mistake(
+        "ε added to the standard deviation instead of inside the square root (the Annotated Transformer's form)",
+        "test_layer_norm",
+        "This checkpoint (like torch.nn.LayerNorm) divides by √(σ² + ε). Adding ε to σ instead is almost the same for "
+        "large σ but not for nearly constant rows, whose σ is below √ε.",
+        (Edit(_LN, "(x - mean) / np.sqrt(var + eps)", "(x - mean) / (np.sqrt(var) + eps)"),)),
+    "ln_no_gain_bias": Mistake(
+        "LayerNorm without its learned gain and bias", "test_layer_norm",
+        "After normalising, LayerNorm scales by its learned gain and adds its bias, per feature.",
+        (Edit(_LN, "return normalised * gain + bias", "return normalised"),)),
+    "ln_over_positions": Mistake(
+        "mean and variance over the positions (axis 0) instead of over each token's features", "test_layer_norm",
+        "LayerNorm normalises each token on its own, over its d_model features (the last axis); averaging over "
+        "positions mixes tokens (and would let a token see the future).",
+        (Edit(_LN, "mean = x.mean(axis=-1, keepdims=True)", "mean = x.mean(axis=0, keepdims=True)"),
+         Edit(_LN, "var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)",
+              "var = ((x - mean) ** 2).mean(axis=0, keepdims=True)"))),
+
+    # ---- gelu
+    "gelu_erf": Mistake(
+        "the exact GELU ½ x (1 + erf(x/√2)) (torch.nn.GELU's default, nanoGPT) instead of the checkpoint's tanh form",
+        "test_gelu",
+        "This model was trained with GPT-2's tanh approximation of GELU. The exact erf form differs by up to 4.7e-4 "
+        "(at x ≈ ±2.7), which moves this model's logits by up to 4e-3: use the tanh form given in the text.",
+        (Edit(_GE, _TANH, "    import math\n    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / np.sqrt(2.0)))"),)),
+    "gelu_relu": Mistake(
+        "ReLU instead of GELU", "test_gelu",
+        "GELU is smooth and slightly negative for negative inputs (GELU(−1) ≈ −0.159); ReLU is 0 there.",
+        (Edit(_GE, _TANH, "    return np.maximum(x, 0.0)"),)),
+    "gelu_no_cubic": Mistake(
+        "the tanh form without the 0.044715 x³ term", "test_gelu",
+        "The tanh approximation's argument is √(2/π) (x + 0.044715 x³): the cubic term is part of it.",
+        (Edit(_GE, "(x + 0.044715 * x ** 3)", "x"),)),
+    "gelu_quick": Mistake(
+        "x · sigmoid(1.702 x) (CLIP's 'quick GELU') instead of the tanh form", "test_gelu",
+        "x·σ(1.702x) is another approximation of GELU (up to 0.02 away); this model uses the tanh form.",
+        (Edit(_GE, _TANH, "    return x / (1.0 + np.exp(-1.702 * x))"),)),
+
+    # ---- mlp
+    "mlp_no_activation": Mistake(
+        "the MLP without its non-linearity", "test_mlp",
+        "Without GELU between them the two linear layers collapse into one; apply GELU to the hidden layer.",
+        (Edit(_ML, "return gelu(x @ W_1 + b_1) @ W_2 + b_2", "return (x @ W_1 + b_1) @ W_2 + b_2"),)),
+
+    # ---- causal_attention
+    "attn_top_left_mask": Mistake(
+        "causal mask aligned top-left: a new token over a cache sees only the first keys", "test_causal_attention",
+        "With a cache the new queries are the *last* positions: query i sits at T_past + i and may see keys "
+        "0 … T_past + i. Align the causal mask bottom-right (assignment 5).",
+        (Edit(_CA, "mask = causal_mask(Q.shape[1], K.shape[1])",
+              "mask = np.tril(np.ones((Q.shape[1], K.shape[1]), dtype=bool))"),), evidence="pytorch/pytorch#108108"),
+    "attn_no_mask": Mistake(
+        "no causal mask: every position sees the future", "test_causal_attention",
+        "A decoder predicts the next token, so position t may only attend to positions ≤ t: pass the causal mask.",
+        (Edit(_CA, "scaled_dot_product_attention(Q, K, V, mask=mask)", "scaled_dot_product_attention(Q, K, V, mask=None)"),)),
+    "attn_cache_on_head_axis": Mistake(
+        "the cache concatenated on the head axis (0) instead of the position axis (1)", "test_causal_attention",
+        "A layer's cache has shape (n_heads, T_past, d_head): new keys and values are appended along the positions, "
+        "axis 1.",
+        (Edit(_CA, "K = np.concatenate([cache[0], K], axis=1)", "K = np.concatenate([cache[0], K], axis=0)"),
+         Edit(_CA, "V = np.concatenate([cache[1], V], axis=1)", "V = np.concatenate([cache[1], V], axis=0)"))),
+    "attn_no_output_projection": Mistake(
+        "the merged heads returned without the output projection W_o", "test_causal_attention",
+        "As in assignment 2, the merged heads (T, n_heads · d_head) are multiplied by W_o (Vaswani et al. 2017, "
+        "§3.2.2).",
+        (Edit(_CA, "return merge_heads(heads) @ W_o, (K, V)", "return merge_heads(heads), (K, V)"),)),
+
+    # ---- decoder_block
+    "block_post_ln": Mistake(
         "post-LN (the original Transformer: LayerNorm after each residual addition) instead of pre-LN",
-        "decoder_block",
-        '    h = layer_norm(x, params[p + "ln1.gain"], params[p + "ln1.bias"], eps)\n'
-        '    attended, cache = causal_attention(h, params[p + "W_q"], params[p + "W_k"], params[p + "W_v"],\n'
-        '                                       params[p + "W_o"], n_heads, cache)\n'
-        '    x = x + attended\n'
-        '    h = layer_norm(x, params[p + "ln2.gain"], params[p + "ln2.bias"], eps)\n'
-        '    x = x + mlp(h, params[p + "W_1"], params[p + "b_1"], params[p + "W_2"], params[p + "b_2"])',
-        '    attended, cache = causal_attention(x, params[p + "W_q"], params[p + "W_k"], params[p + "W_v"],\n'
-        '                                       params[p + "W_o"], n_heads, cache)\n'
-        '    x = layer_norm(x + attended, params[p + "ln1.gain"], params[p + "ln1.bias"], eps)\n'
-        '    x = layer_norm(x + mlp(x, params[p + "W_1"], params[p + "b_1"], params[p + "W_2"], params[p + "b_2"]),\n'
-        '                   params[p + "ln2.gain"], params[p + "ln2.bias"], eps)',
-        hint="This model is pre-LN (GPT-2): each sublayer reads LayerNorm(x) and its output is added to x, which "
-             "itself is never normalised inside the block. Post-LN (Vaswani et al. 2017) normalises after the "
-             "addition; these weights were not trained that way.",
-        breaks="decoder_block"),
-    "block_no_attention_residual": Edit(
-        "attention output replaces x instead of being added to it", "decoder_block",
-        "    x = x + attended", "    x = attended",
-        hint="Each sublayer's output is added to its input (the residual connection): x = x + attention(LN(x)).",
-        breaks="decoder_block"),
-    "block_ln1_twice": Edit(
-        "the first LayerNorm's gain and bias used before the MLP too", "decoder_block",
-        'params[p + "ln2.gain"], params[p + "ln2.bias"]', 'params[p + "ln1.gain"], params[p + "ln1.bias"]',
-        hint="Each sublayer has its own LayerNorm: ln1 before attention, ln2 before the MLP.",
-        breaks="decoder_block"),
-    "forward_positions_restart": Edit(
-        "with a cache, the new tokens get positions 0, 1, … instead of T_past, T_past + 1, …", "model_forward",
-        'params["W_pos"][T_past:T_past + len(tokens)]', 'params["W_pos"][:len(tokens)]',
-        hint="A token's position is its index in the whole sequence: after T_past cached tokens the new ones sit "
-             "at T_past, T_past + 1, … Without a cache both agree, which is why this only shows in generation.",
-        breaks="model_forward"),
-    "forward_no_final_ln": Edit(
-        "no final LayerNorm before the output head", "model_forward",
-        '    x = layer_norm(x, params["ln_f.gain"], params["ln_f.bias"], config["ln_eps"])\n', "",
-        hint="Pre-LN models end with one more LayerNorm (ln_f) before the output head: the residual stream itself "
-             "is never normalised inside the blocks.",
-        breaks="model_forward"),
-    "forward_tied_head": Edit(
-        "output head tied to the embeddings (W_embᵀ) although this checkpoint has its own W_out", "model_forward",
-        '    return x @ params["W_out"], new_caches', '    return x @ params["W_emb"].T, new_caches',
-        hint="GPT-2 ties its output head to the token embeddings, but this model was trained with a separate "
-             "W_out: use it.",
-        breaks="model_forward"),
-    "forward_caches_not_passed": Edit(
-        "the layers' caches are not passed on: new tokens attend only to themselves", "model_forward",
-        "                                 None if caches is None else caches[layer])",
-        "                                 None)",
-        hint="Each layer must receive its own cache (caches[layer]) so that the new tokens can attend to the "
-             "earlier ones.",
-        breaks="model_forward"),
-    "sample_temperature_multiplied": Edit(
-        "logits multiplied by the temperature instead of divided", "next_token",
-        "    z = logits / temperature", "    z = logits * temperature",
-        hint="Temperature divides the logits: T < 1 sharpens the distribution, T > 1 flattens it.",
-        breaks="next_token"),
-    "sample_unnormalised": Edit(
-        "CDF of unnormalised exponentials: the cumulative sum does not end at 1", "next_token",
-        "    p = p / p.sum()\n", "",
-        hint="Normalise the exponentials into probabilities before the cumulative sum, so that it ends at 1.",
-        breaks="next_token"),
-    "sample_rank_not_id": Edit(
-        "CDF over the probabilities sorted from the largest, returning the rank instead of the token id",
-        "next_token",
-        "    cdf = np.cumsum(p)\n", "    order = np.argsort(-p)\n    cdf = np.cumsum(p[order])\n",
-        hint="The rule is the cumulative sum in token-id order 0, 1, … and the token returned is an id. Code "
-             "written for top-k or top-p sorts first and must map back through the sort; here the order is fixed.",
-        breaks="next_token"),
-    "generate_cache_not_kept": Edit(
-        "the returned caches are thrown away: every step starts without a cache", "generate",
-        "            logits, caches = model_forward(params, new, config, caches)",
-        "            logits, _ = model_forward(params, new, config, caches)",
-        hint="Keep the caches model_forward returns and pass them to the next call; otherwise each new token "
-             "sees nothing before it (and sits at position 0).",
-        breaks="generate"),
-    "generate_first_row": Edit(
-        "next token from the first position's logits instead of the last", "generate",
-        "        tokens.append(next_token(logits[-1], temperature, u))",
-        "        tokens.append(next_token(logits[0], temperature, u))",
-        hint="logits[t] predicts the token after position t: the next token comes from the last row.",
-        breaks="generate"),
-    "generate_feeds_everything": Edit(
-        "with the cache, the whole sequence is fed again at every step", "generate",
-        "        new = tokens[-1:]", "        new = tokens",
-        hint="With a cache, feed only the tokens the model has not seen yet (the last one); the cache already "
-             "holds the keys and values of the others.",
-        breaks="generate", shape_only=True),
+        "test_decoder_block",
+        "This model is pre-LN (GPT-2): each sublayer reads LayerNorm(x) and its output is added to x, which itself is "
+        "never normalised inside the block. Post-LN (Vaswani et al. 2017) normalises after the addition; these "
+        "weights were not trained that way.",
+        (Edit(_DB, 'h = layer_norm(x, params[p + "ln1.gain"], params[p + "ln1.bias"], eps)\n    ', ""),
+         Edit(_DB, 'attended, cache = causal_attention(h,', 'attended, cache = causal_attention(x,'),
+         Edit(_DB, "x = x + attended\n", 'x = layer_norm(x + attended, params[p + "ln1.gain"], params[p + "ln1.bias"], eps)\n'),
+         Edit(_DB, 'h = layer_norm(x, params[p + "ln2.gain"], params[p + "ln2.bias"], eps)\n    ', ""),
+         Edit(_DB, 'x = x + mlp(h, params[p + "W_1"], params[p + "b_1"], params[p + "W_2"], params[p + "b_2"])',
+              'x = layer_norm(x + mlp(x, params[p + "W_1"], params[p + "b_1"], params[p + "W_2"], params[p + "b_2"]),\n'
+              '                   params[p + "ln2.gain"], params[p + "ln2.bias"], eps)'))),
+    "block_no_attention_residual": Mistake(
+        "the attention's output replaces x instead of being added to it", "test_decoder_block",
+        "Each sublayer's output is added to its input (the residual connection): x = x + attention(LN(x)).",
+        (Edit(_DB, "x = x + attended", "x = attended"),)),
+    "block_ln1_twice": Mistake(
+        "the first LayerNorm's gain and bias used before the MLP too", "test_decoder_block",
+        "Each sublayer has its own LayerNorm: ln1 before attention, ln2 before the MLP.",
+        (Edit(_DB, 'params[p + "ln2.gain"], params[p + "ln2.bias"]', 'params[p + "ln1.gain"], params[p + "ln1.bias"]'),)),
+
+    # ---- model_forward
+    "forward_positions_restart": Mistake(
+        "with a cache, the new tokens get positions 0, 1, … instead of T_past, T_past + 1, …", "test_model_forward",
+        "A token's position is its index in the whole sequence: after T_past cached tokens the new ones sit at "
+        "T_past, T_past + 1, … Without a cache both agree, which is why this only shows in decoding.",
+        (Edit(_MF, 'params["W_pos"][T_past:T_past + len(tokens)]', 'params["W_pos"][:len(tokens)]'),),
+        evidence="huggingface/transformers#15751"),
+    "forward_no_final_ln": Mistake(
+        "no final LayerNorm before the output head", "test_model_forward",
+        "Pre-LN models end with one more LayerNorm (ln_f) before the output head: the residual stream itself is never "
+        "normalised inside the blocks.",
+        (Edit(_MF, '    x = layer_norm(x, params["ln_f.gain"], params["ln_f.bias"], config["ln_eps"])\n', ""),)),
+    "forward_tied_head": Mistake(
+        "the output head tied to the embeddings (W_embᵀ, as GPT-2 and nanoGPT) although this checkpoint has its own "
+        "W_out", "test_model_forward",
+        "GPT-2 ties its output head to the token embeddings, but this model was trained with a separate W_out: use it.",
+        (Edit(_MF, 'return x @ params["W_out"], new_caches', 'return x @ params["W_emb"].T, new_caches'),)),
+    "forward_caches_not_passed": Mistake(
+        "the layers' caches are not passed on: the new tokens attend only to themselves", "test_model_forward",
+        "Each layer must receive its own cache (caches[layer]) so that the new tokens can attend to the earlier ones.",
+        (Edit(_MF, "None if caches is None else caches[layer])", "None)"),)),
+
+    # ---- next_token
+    "sample_temperature_multiplied": Mistake(
+        "the logits multiplied by the temperature instead of divided", "test_next_token",
+        "Temperature divides the logits: τ < 1 sharpens the distribution, τ > 1 flattens it.",
+        (Edit(_NT, "z = logits / temperature", "z = logits * temperature"),)),
+    "sample_unnormalised": Mistake(
+        "the CDF of unnormalised exponentials: the cumulative sum does not end at 1", "test_next_token",
+        "Normalise the exponentials into probabilities before the cumulative sum, so that it ends at 1.",
+        (Edit(_NT, "    p = p / p.sum()\n", ""),)),
+    "sample_rank_not_id": Mistake(
+        "the CDF over the probabilities sorted from the largest (top-k / top-p code), returning the rank instead of "
+        "the token id", "test_next_token",
+        "The rule is the cumulative sum in token-id order 0, 1, … and the token returned is an id. Code written for "
+        "top-k or top-p sorts first (and maps back through the sort); here the order is fixed.",
+        (Edit(_NT, "cdf = np.cumsum(p)", "cdf = np.cumsum(np.sort(p)[::-1])"),)),
+    "greedy_argmin": Mistake(
+        "greedy picks the smallest logit (np.argmin)", "test_next_token",
+        "Greedy decoding takes the most likely token: the index of the largest logit.",
+        (Edit(_NT, "return int(np.argmax(logits))", "return int(np.argmin(logits))"),)),
+
+    # ---- generate
+    "generate_cache_not_kept": Mistake(
+        "the returned caches are thrown away: every step starts without a cache", "test_generate",
+        "Keep the caches model_forward returns and pass them to the next call; otherwise each new token sees nothing "
+        "before it (and sits at position 0).",
+        (Edit(_GN, "logits, caches = model_forward(params, new, config, caches)",
+              "logits, _ = model_forward(params, new, config, caches)"),)),
+    "generate_first_row": Mistake(
+        "the next token from the first position's logits instead of the last", "test_generate",
+        "logits[t] predicts the token after position t: the next token comes from the last row.",
+        (Edit(_GN, "next_token(logits[-1], temperature, u)", "next_token(logits[0], temperature, u)"),)),
+    "generate_feeds_everything": Mistake(
+        "with the cache, the whole sequence is fed again at every step", "test_generate",
+        "With a cache, feed only the tokens the model has not seen yet (the last one); the cache already holds the "
+        "keys and values of the others.",
+        (Edit(_GN, "new = tokens[-1:]", "new = tokens"),)),
+    "generate_same_uniform": Mistake(
+        "every sampling step uses the first uniform number", "test_generate",
+        "Step k draws with its own number, uniforms[k]; reusing uniforms[0] makes the samples depend on one draw.",
+        (Edit(_GN, "u = None if uniforms is None else uniforms[k]", "u = None if uniforms is None else uniforms[0]"),)),
 }
 
 
-def prompt_margins() -> dict[str, float]:
-    """Smallest top-2 logit margin over the greedy steps of each of :data:`GREEDY_PROMPTS` (committed weights)."""
-    params, config = model.load_weights()
-    return {name: float(model.greedy_margins(params, config, np.array(prompt), config.block_size - len(prompt)).min())
-            for name, prompt in GREEDY_PROMPTS.items()}
+#: The hidden cases of its own step on which each mistake's output is right (the case does not involve what it gets
+#: wrong): exactly where it keeps points (tests/test_tiny_gpt_assignment.py checks both ways).
+_EARLIER_OTHERS = {"softmax of logits as large as 1e4", "causal mask, square, T_k omitted (T = 4)",
+                   "split_heads, 4 tokens into 2 heads", "merge_heads, 2 heads of 4 tokens"}
+_WITHOUT_CACHE = {"greedy from BOS and a block of 3 repeated once, without the cache",
+                  "sampled at temperature 1.0 from BOS and two tokens, without the cache"}
+_SAMPLED = {"temperature 0.5, u = 0.95", "temperature 0.8, u = 0.3", "temperature 2.0, u = 0.4"}
+PASSES = {
+    "mask_with_zero": _EARLIER_OTHERS | {"causal mask, 3 queries over 7 keys"},
+    "earlier_mask_top_left": _EARLIER_OTHERS | {"attention, 2 heads, 3 queries over 5 keys with the causal mask"},
+    "ln_eps_outside_root": {"5 rows of 6 features, gain and bias",
+                            "3 rows of 4 features (the unbiased variance differs by 4/3)"},
+    "ln_no_gain_bias": {"3 rows of 4 features (the unbiased variance differs by 4/3)",
+                        "nearly constant rows: variance below ε"},
+    "attn_top_left_mask": {"a full sequence of 8 (causal)"},
+    "attn_no_mask": {"one new token over a cache of 5"},  # the newest token may see every key anyway
+    "attn_cache_on_head_axis": {"a full sequence of 8 (causal)"},
+    "forward_positions_restart": {"12 tokens from scratch"},
+    "forward_caches_not_passed": {"12 tokens from scratch"},
+    "sample_temperature_multiplied": {"greedy"},
+    "sample_unnormalised": {"greedy"},
+    "sample_rank_not_id": {"greedy"},
+    "greedy_argmin": _SAMPLED,
+    "generate_cache_not_kept": _WITHOUT_CACHE,
+    "generate_feeds_everything": _WITHOUT_CACHE,
+    # the prompt's first and last rows pick the same token here
+    "generate_first_row": {"greedy from BOS and two tokens (the model invents a block), with the cache",
+                           "sampled at temperature 1.5 from BOS and two tokens, with the cache"},
+    "generate_same_uniform": {"greedy from BOS and a block of 3 repeated once, with the cache",
+                              "greedy from BOS and a block of 3 repeated once, without the cache",
+                              "greedy from BOS and two tokens (the model invents a block), with the cache"},
+}
+KNOWN_MISTAKES = {name: dataclasses.replace(mistake, passes=frozenset(PASSES.get(name, ())))
+                  for name, mistake in KNOWN_MISTAKES.items()}
+
+#: The grader's form of the mistakes: the edited cells (what the spec hands the grader).
+MISTAKES = variants(KNOWN_MISTAKES, SOLUTION)
 
 
-def sampling_margins() -> list[float]:
-    """Smallest distance of a uniform number from a CDF boundary, for each case of :data:`SAMPLED`."""
-    params, config = model.load_weights()
-    out = []
-    for prompt, temperature, seed in SAMPLED:
-        u = np.random.default_rng(seed).random(config.block_size - len(prompt))
-        out.append(float(model.sampling_margins(params, config, np.array(prompt), u, temperature).min()))
-    return out
+# ------------------------------------------------------------------ hidden cases
+@functools.lru_cache(maxsize=1)
+def committed_parameters() -> dict[str, np.ndarray]:
+    """The committed weights (read once; every case gets this dict, never changed)."""
+    return model.load_weights()[0]
 
+
+def _embedded(tokens) -> np.ndarray:
+    """Token + position embeddings of a sequence under the committed weights (a realistic block input)."""
+    params = committed_parameters()
+    tokens = np.asarray(tokens)
+    return params["W_emb"][tokens] + params["W_pos"][:tokens.size]
+
+
+#: Generation cases: (description, prompt, temperature, seed of the uniforms or None, use_cache).
+GENERATION = (
+    ("greedy from BOS and a block of 3 repeated once, with the cache", [0, 5, 9, 2, 5], None, None, True),
+    ("greedy from BOS and a block of 3 repeated once, without the cache", [0, 5, 9, 2, 5], None, None, False),
+    ("greedy from BOS and two tokens (the model invents a block), with the cache", [0, 6, 17], None, None, True),
+    ("sampled at temperature 1.5 from BOS and two tokens, with the cache", [0, 2, 9], 1.5, 7, True),
+    ("sampled at temperature 1.0 from BOS and two tokens, without the cache", [0, 6, 17], 1.0, 6, False),
+)
+N_NEW = 5  #: new tokens per generation case
+
+
+def _earlier_cases():
+    rng = np.random.default_rng(9000)
+    Q, K, V = rng.normal(0, 1.5, (2, 3, 4)), rng.normal(0, 1.5, (2, 5, 4)), rng.normal(size=(2, 5, 2))
+    return [
+        Case("softmax of logits as large as 1e4", "softmax", (np.array([[1000.0, 1001.0, 1002.0], [-1e4, 0.0, 1e4]]),),
+             outputs=("the probabilities",)),
+        Case("attention, 2 heads, 3 queries over 5 keys with the causal mask", "scaled_dot_product_attention",
+             (Q, K, V), {"mask": np.tril(np.ones((3, 5), dtype=bool), k=2)}, outputs=("the output", "the weights"),
+             rtol=0.0, atol=1e-12),
+        Case("causal mask, 3 queries over 7 keys", "causal_mask", (3, 7), outputs=("the mask",)),
+        # weight 0: graded in assignment 5; here it shows the function is there
+        Case("causal mask, square, T_k omitted (T = 4)", "causal_mask", (4,), outputs=("the mask",), weight=0),
+        Case("split_heads, 4 tokens into 2 heads", "split_heads", (rng.normal(size=(4, 6)), 2), outputs=("the heads",)),
+        Case("merge_heads, 2 heads of 4 tokens", "merge_heads", (rng.normal(size=(2, 4, 3)),),
+             outputs=("the merged rows",)),
+    ]
+
+
+def _layer_norm_cases():
+    rng = np.random.default_rng(9001)
+    params = committed_parameters()
+    near_constant = 0.01 + 1e-3 * rng.normal(size=(2, 8))  # variance ≈ 1e-6, below ε = 1e-5
+    tol = dict(outputs=("the normalised rows",), rtol=1e-5, atol=1e-6)
+    return [
+        Case("5 rows of 6 features, gain and bias", "layer_norm",
+             (rng.normal(size=(5, 6)) * 3 + 1, rng.normal(size=6), rng.normal(size=6)), **tol),
+        Case("3 rows of 4 features (the unbiased variance differs by 4/3)", "layer_norm",
+             (rng.normal(size=(3, 4)), np.ones(4), np.zeros(4)), **tol),
+        Case("nearly constant rows: variance below ε", "layer_norm", (near_constant, np.ones(8), np.zeros(8)), **tol),
+        Case("the trained final LayerNorm on real embeddings", "layer_norm",
+             (_embedded([0, 4, 8, 4, 8]), params["ln_f.gain"], params["ln_f.bias"]), **tol),
+    ]
+
+
+def _gelu_cases():
+    return [Case("x from −5 to 5 (the forms differ most at ±2.7)", "gelu", (np.linspace(-5, 5, 41),),
+                 outputs=("GELU(x)",), rtol=1e-6, atol=1e-6)]
+
+
+def _mlp_cases():
+    params = committed_parameters()
+    h = model.layer_norm(_embedded([0, 3, 5, 7, 3, 5]), params["block0.ln2.gain"], params["block0.ln2.bias"])
+    return [Case("block 0's trained MLP on a real LayerNorm output", "mlp",
+                 (h, params["block0.W_1"], params["block0.b_1"], params["block0.W_2"], params["block0.b_2"]),
+                 outputs=("the MLP's output",), rtol=1e-5, atol=1e-6)]
+
+
+def _attention_cases():
+    params = committed_parameters()
+    W = tuple(params["block0." + name] for name in ("W_q", "W_k", "W_v", "W_o"))
+    h = model.layer_norm(_embedded([0, 7, 3, 15, 7, 3, 15, 7]), params["block0.ln1.gain"], params["block0.ln1.bias"])
+    _, past = ref.causal_attention(h[:5], *W, 2)
+    tol = dict(outputs=("the output", "the cache"), rtol=1e-5, atol=1e-6)
+    return [
+        Case("a full sequence of 8 (causal)", "causal_attention", (h, *W, 2), **tol),
+        Case("one new token over a cache of 5", "causal_attention", (h[5:6], *W, 2), {"cache": past}, **tol),
+        Case("three new tokens over a cache of 5", "causal_attention", (h[5:8], *W, 2), {"cache": past}, **tol),
+    ]
+
+
+def _block_cases():
+    params = committed_parameters()
+    x = _embedded([0, 7, 3, 15, 1, 7, 3, 15, 1, 7])
+    _, past = ref.decoder_block(x[:6], params, 1, 2)
+    tol = dict(outputs=("the output", "the cache"), rtol=1e-5, atol=1e-5)
+    return [
+        Case("block 1 on 10 real tokens", "decoder_block", (x, params, 1, 2), **tol),
+        Case("block 1, four new tokens over a cache of 6", "decoder_block", (x[6:], params, 1, 2), {"cache": past},
+             **tol),
+    ]
+
+
+def _forward_cases():
+    params = committed_parameters()
+    tokens = [0, 9, 4, 12, 2, 9, 4, 12, 2, 9, 4, 12]
+    _, caches = ref.model_forward(params, tokens[:7], LEARNER_CONFIG)
+    tol = dict(outputs=("the logits", "the caches"), rtol=1e-4, atol=1e-4)
+    return [
+        Case("12 tokens from scratch", "model_forward", (params, tokens, LEARNER_CONFIG), **tol),
+        Case("5 new tokens after a cache of 7 (positions 7–11)", "model_forward", (params, tokens[7:], LEARNER_CONFIG),
+             {"caches": caches}, **tol),
+    ]
+
+
+def _next_token_cases():
+    # on each sampled case the solution and the three sampling mistakes give four different tokens
+    logits = np.array([1.0, -0.5, 0.2, 2.0, 0.7, -1.2])
+    exact = dict(outputs=("the token",), rtol=0.0, atol=0.0)
+    return [
+        Case("greedy", "next_token", (logits,), **exact),
+        Case("temperature 0.5, u = 0.95", "next_token", (logits, 0.5, 0.95), **exact),
+        Case("temperature 0.8, u = 0.3", "next_token", (logits, 0.8, 0.3), **exact),
+        Case("temperature 2.0, u = 0.4", "next_token", (logits, 2.0, 0.4), **exact),
+    ]
+
+
+def uniforms(seed: int | None) -> np.ndarray | None:
+    """The uniform numbers of a sampled generation case (None for greedy)."""
+    return None if seed is None else np.random.default_rng(seed).random(N_NEW)
+
+
+def _generate_cases():
+    params = committed_parameters()
+    cases = []
+    for description, prompt, temperature, seed, use_cache in GENERATION:
+        kwargs = {"use_cache": use_cache}
+        if temperature is not None:
+            kwargs.update(temperature=temperature, uniforms=uniforms(seed))
+        cases.append(Case(description, "generate", (params, LEARNER_CONFIG, prompt, N_NEW), kwargs,
+                          outputs=("the tokens",), rtol=0.0, atol=0.0))
+    return cases
+
+
+def hidden_cases() -> dict[str, list[Case]]:
+    """The hidden cases, test-cell grade_id → cases (fixed seeds, the committed weights)."""
+    return {
+        "test_from_earlier_assignments": _earlier_cases(),
+        "test_layer_norm": _layer_norm_cases(),
+        "test_gelu": _gelu_cases(),
+        "test_mlp": _mlp_cases(),
+        "test_causal_attention": _attention_cases(),
+        "test_decoder_block": _block_cases(),
+        "test_model_forward": _forward_cases(),
+        "test_next_token": _next_token_cases(),
+        "test_generate": _generate_cases(),
+    }

@@ -7,15 +7,14 @@ model); ``tests/test_tiny_gpt_findings.py`` fails when the file is stale.
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 
 import numpy as np
 
-from autograder.grader.draft_rewrites import render_bank, replace_generated
+from autograder.grader.draft_rewrites import replace_generated
 
-from . import analysis, bank, findings
+from . import analysis, bank, findings, model
 from .model import TRAINING_FILE, load_weights
 
 DESIGN = Path(__file__).with_name("DESIGN.md")
@@ -41,31 +40,52 @@ def training_section() -> str:
     ])
 
 
+def _tolerance(case) -> str:
+    return "exact" if case.rtol == case.atol == 0 else f"rtol {case.rtol:g}, atol {case.atol:g}"
+
+
 def steps_section() -> str:
+    cases_of = bank.hidden_cases()
     lines = ["### Steps, points and hidden cases", "",
-             "Each step's points are shared equally among its cases; floating results are compared with "
-             "`numpy.allclose` at the step's tolerances, tokens exactly.", ""]
-    for number, (name, step) in enumerate(bank.STEPS.items(), start=1):
-        signature = inspect.signature(bank.REFERENCE[name])
-        cases = step.cases()
-        tolerance = "exact" if step.rtol == step.atol == 0 else f"rtol {step.rtol:g}, atol {step.atol:g}"
-        lines += [f"**Step {number} — `{name}{signature}`**: {step.title}; {step.points:g} "
-                  f"point{'' if step.points == 1 else 's'}; {tolerance}.", "",
-                  "| hidden case | weight | exposes |", "|---|---|---|"]
+             "A step's points are shared among its cases by their weights; floating results are compared with "
+             "`numpy.allclose` at the case's tolerances, tokens exactly. \"fails\" lists the known mistakes of the "
+             "step whose output is wrong on the case (every other one keeps its points there: `bank.PASSES`).", ""]
+    for number, (grade_id, (title, points)) in enumerate(bank.STEPS.items()):
+        cases = cases_of[grade_id]
+        total = sum(case.weight for case in cases)
+        mistakes = [(name, m) for name, m in bank.KNOWN_MISTAKES.items() if m.step == grade_id]
+        lines += [f"**Step {number} — `{grade_id}`** ({points} point{'' if points == 1 else 's'}): {title}; "
+                  f"{_tolerance(cases[-1])}.", "", "| hidden case | weight | fails |", "|---|---|---|"]
         for case in cases:
-            exposes = ", ".join(f"`{m}`" for m in case.exposes) or "—"
-            lines.append(f"| {case.description} | {step.points / len(cases):.3g} | {exposes} |")
+            fails = ", ".join(f"`{name}`" for name, m in mistakes if case.description not in m.passes) or "—"
+            lines.append(f"| {case.description} | {points * case.weight / total:.3g} | {fails} |")
         lines.append("")
-    total = sum(step.points for step in bank.STEPS.values())
-    margins = bank.prompt_margins()
-    lines += [f"Total: {total:g} points (the question on a named head comes on top).", "",
-              "Smallest top-2 logit margin over every greedy step of each hidden prompt (committed weights; "
-              "`model.check_greedy_margin` refuses a prompt below 1e-6):", "",
-              "| prompt | tokens | smallest margin |", "|---|---|---|"]
-    lines += [f"| {name} | {bank.GREEDY_PROMPTS[name]} | {margin:.3g} |" for name, margin in margins.items()]
-    sampling = bank.sampling_margins()
-    lines += ["", "Sampled cases: smallest distance of a uniform number from a CDF boundary: "
-              + ", ".join(f"{m:.2g}" for m in sampling) + " (rounding is ~1e-16 in float64, ~1e-7 in float32)."]
+    params, config = load_weights()
+    lines += [f"Total: {sum(points for _, points in bank.STEPS.values())} points, and 1 for each question.", "",
+              "Generation cases (committed weights, " f"{bank.N_NEW} new tokens): the smallest top-2 logit margin over "
+              "the greedy steps (`model.check_greedy_margin` refuses one below 1e-6), or the smallest distance of a "
+              "uniform number from a CDF boundary for the sampled ones:", "",
+              "| case | prompt | smallest margin |", "|---|---|---|"]
+    for description, prompt, temperature, seed, _ in bank.GENERATION:
+        if temperature is None:
+            margin = model.greedy_margins(params, config, np.array(prompt), bank.N_NEW).min()
+        else:
+            margin = model.sampling_margins(params, config, np.array(prompt), bank.uniforms(seed), temperature).min()
+        lines.append(f"| {description} | {prompt} | {margin:.3g} |")
+    return "\n".join(lines)
+
+
+def bank_section() -> str:
+    lines = [f"### Correct variants ({len(bank.CORRECT)})", ""]
+    for name, variant in bank.CORRECT.items():
+        lines.append(f"- **{name}** (replaces {', '.join(f'`{c}`' for c in variant.cells)}): {variant.description}.")
+    lines += ["", f"### Known mistakes ({len(bank.KNOWN_MISTAKES)}), as edits of the solution", ""]
+    for name, mistake in bank.KNOWN_MISTAKES.items():
+        lines += [f"**{name}** — charged in `{mistake.step}`: {mistake.description}.", "", "```diff"]
+        for edit in mistake.edits:
+            lines += [f"- {line}" for line in edit.old.splitlines()]
+            lines += [f"+ {line}" for line in edit.new.splitlines()]
+        lines += ["```", f"Hint: {mistake.hint}", ""]
     return "\n".join(lines)
 
 
@@ -108,7 +128,7 @@ def generated(measurements: findings.Measurements | None = None) -> str:
     """The generated part of DESIGN.md (measures the committed model unless ``measurements`` is given)."""
     if measurements is None:
         measurements = findings.measure(*load_weights())
-    return "\n\n".join([training_section(), steps_section(), render_bank(bank.CORRECT, bank.MISTAKES),
+    return "\n\n".join([training_section(), steps_section(), bank_section(),
                         findings_section(measurements)])
 
 
