@@ -17,7 +17,10 @@ both. The ratio is current / base. The machine may be shared: CPU seconds vary l
 
 Usage: ``OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/test_budget.py --base COMMIT tests/test_x.py ...``
 (``--output FILE``: where to write the table, default benchmarks/test_budget.md; ``--note TEXT``: a line under the
-heading saying what the change is and how the machine was).
+heading saying what the change is and how the machine was). ``--module-seconds JUNIT`` prints tests/conftest.py's
+MODULE_SECONDS (seconds per module, longest first) from the JUnit report of a `make test` run
+(``PYTEST_ADDOPTS=--junitxml=FILE make test``); ``--schedule JUNIT`` sets the order conftest hands modules out in
+against the previous one, on that run's seconds (list scheduling on 3 workers, simulated: the same seconds for both).
 """
 
 from __future__ import annotations
@@ -107,13 +110,83 @@ def render(base: str, head: str, rows: list[tuple[str, Measured, Measured]], not
     return "\n".join(lines) + "\n"
 
 
+def module_seconds(junit: Path) -> dict[str, float]:
+    """Seconds per test module (``test_x``: its tests' durations summed) in a JUnit report, longest first."""
+    seconds: dict[str, float] = {}
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        module = next((part for part in case.get("classname", "").split(".") if part.startswith("test_")), None)
+        if module:
+            seconds[module] = seconds.get(module, 0.0) + float(case.get("time", 0))
+    return dict(sorted(seconds.items(), key=lambda item: -item[1]))
+
+
+#: tests/conftest.py's order before MODULE_SECONDS (f470969): these first, every other module after them in
+#: collection (file name) order.
+PREVIOUS_LONGEST_FIRST = (
+    "test_grading", "test_parallel_grading", "test_accessibility_browser", "test_hub", "test_sandbox",
+    "test_self_check", "test_notebooks", "test_student_job", "test_binder", "test_stand_ins", "test_browser",
+    "test_formgrader_browser", "test_grader", "test_lite", "test_release", "test_cohorts", "test_metadata_restore",
+    "test_explorer", "test_walkthrough", "test_clean_clone", "test_student_edition_browser",
+)
+
+
+def makespan(order: list[str], seconds: dict[str, float], workers: int = 3) -> float:
+    """When the last worker finishes, each free worker taking the next module in ``order`` (list scheduling, as
+    ``--dist loadfile --no-loadscope-reorder`` hands modules out; xdist's one module queued ahead is left out)."""
+    free = [0.0] * workers
+    for module in order:
+        first = free.index(min(free))
+        free[first] += seconds[module]
+    return max(free)
+
+
+def schedules(junit: Path, new_module_seconds: float = 100.0) -> list[tuple[str, float, float]]:
+    """The simulated wall clock of a run, in the previous order and in conftest's, with and without a new module.
+
+    Returns
+    -------
+    list of (case, previous order's makespan, current order's makespan), in the JUnit run's seconds.
+    """
+    sys.path.insert(0, str(REPO / "tests"))
+    import conftest
+
+    measured = module_seconds(junit)
+    rows = []
+    for case, extra in (("the modules of the run", {}),
+                        (f"plus a new module of {new_module_seconds:g} s (test_tiny_gpt_more: assignment 9's)",
+                         {"test_tiny_gpt_more": new_module_seconds})):
+        seconds = {**measured, **extra}
+        collected = sorted(seconds)  # pytest collects modules in file name order
+        previous = ([m for m in PREVIOUS_LONGEST_FIRST if m in seconds]
+                    + [m for m in collected if m not in PREVIOUS_LONGEST_FIRST])
+        current = sorted(collected, key=lambda m: -conftest.expected_seconds(m))
+        rows.append((case, makespan(previous, seconds), makespan(current, seconds)))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("modules", nargs="+", help="test modules, e.g. tests/test_grader.py")
-    parser.add_argument("--base", required=True, help="the commit to compare with")
+    parser.add_argument("modules", nargs="*", help="test modules, e.g. tests/test_grader.py")
+    parser.add_argument("--base", help="the commit to compare with")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--note", default="")
+    parser.add_argument("--module-seconds", type=Path, metavar="JUNIT",
+                        help="print tests/conftest.py's MODULE_SECONDS from a `make test` run's JUnit report, and stop")
+    parser.add_argument("--schedule", type=Path, metavar="JUNIT",
+                        help="print the simulated wall clock of that run's modules on 3 workers in the previous order "
+                             "and in conftest's, with and without a new module, and stop")
     args = parser.parse_args(argv)
+    if args.module_seconds:
+        for module, seconds in module_seconds(args.module_seconds).items():
+            print(f'    "{module}": {seconds:.1f},')
+        return 0
+    if args.schedule:
+        print("| run | previous order | longest first by MODULE_SECONDS | ratio |\n|---|---|---|---|")
+        for case, previous, current in schedules(args.schedule):
+            print(f"| {case} | {previous:.0f} s | {current:.0f} s | {current / previous:.2f}× |")
+        return 0
+    if not args.base or not args.modules:
+        parser.error("--base and at least one module are needed")
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                           check=True).stdout.strip()
     base = subprocess.run(["git", "rev-parse", "--short", args.base], cwd=REPO, capture_output=True, text=True,

@@ -49,18 +49,111 @@ SLOW_MODULES = {
 }
 
 
-#: The modules that cost the most machine time, most first (seconds summed per module on an idle fresh clone:
-#: benchmarks/test_suite.md, "Where the time goes"). ``make test`` passes ``--no-loadscope-reorder`` so that
-#: pytest-xdist hands out modules in collection order, and this order puts these first: each worker then takes
-#: the longest remaining module when it frees up (longest processing time first), and the run does not end with
-#: one worker grading a class while the other idles. xdist's own order (most tests first) left the few-test,
-#: many-second modules such as test_grading for the end. An order gone stale costs balance, never a result.
-LONGEST_FIRST = (
-    "test_grading", "test_parallel_grading", "test_accessibility_browser", "test_hub", "test_sandbox",
-    "test_self_check", "test_notebooks", "test_student_job", "test_binder", "test_stand_ins", "test_browser",
-    "test_formgrader_browser", "test_grader", "test_lite", "test_release", "test_cohorts", "test_metadata_restore",
-    "test_explorer", "test_walkthrough", "test_clean_clone", "test_student_edition_browser",
-)
+#: The seconds one worker spends on each module (its tests' durations summed, from the JUnit report of a `make test`
+#: run: MEASURED_ON). ``make test`` passes ``--no-loadscope-reorder`` so that pytest-xdist hands out modules in
+#: collection order, and :func:`pytest_collection_modifyitems` sorts them longest first: each worker then takes the
+#: longest remaining module when it frees up (longest processing time first), and the run does not end with one
+#: worker grading a class while the others idle. xdist's own order (most tests first) left the few-test,
+#: many-second modules such as test_grading for the end. Figures gone stale cost balance, never a result.
+#: Regenerate with ``benchmarks/test_budget.py --module-seconds JUNIT`` from ``PYTEST_ADDOPTS=--junitxml=JUNIT make test``.
+MODULE_SECONDS: dict[str, float] = {
+    "test_grading": 702.1,
+    "test_hub": 412.5,
+    "test_parallel_grading": 398.1,
+    "test_stand_ins": 206.1,
+    "test_accessibility_browser": 203.3,
+    "test_self_check": 127.6,
+    "test_notebooks": 123.8,
+    "test_grader": 116.6,
+    "test_tiled_attention_bank": 105.7,
+    "test_explorer": 90.6,
+    "test_binder": 89.4,
+    "test_new_gradebook": 87.9,
+    "test_sandbox": 87.6,
+    "test_checks_agree_with_grader": 85.3,
+    "test_multi_head_visual": 81.7,
+    "test_positional_visual": 72.7,
+    "test_masking_visual": 72.4,
+    "test_metadata_restore": 71.7,
+    "test_tiny_gpt_findings": 71.2,
+    "test_student_job": 66.3,
+    "test_modern_attention_visual": 65.6,
+    "test_lite": 62.6,
+    "test_browser": 52.9,
+    "test_formgrader_browser": 52.7,
+    "test_kv_cache_visual": 45.8,
+    "test_questions": 43.7,
+    "test_walkthrough": 43.2,
+    "test_clean_clone": 35.4,
+    "test_colour_contrast": 32.8,
+    "test_mistake_edits": 32.0,
+    "test_student_edition_browser": 31.9,
+    "test_tiny_gpt_bank": 30.9,
+    "test_class_report": 27.8,
+    "test_cohorts": 27.4,
+    "test_release": 25.2,
+    "test_hub_parts": 24.0,
+    "test_environment": 23.2,
+    "test_figure_text": 21.8,
+    "test_tiled_attention_assignment": 20.0,
+    "test_gradients_assignment": 19.8,
+    "test_browser_fallbacks": 18.5,
+    "test_reference_tiled_attention": 16.7,
+    "test_worked_cases": 13.5,
+    "test_gradebook_seed": 12.0,
+    "test_sanitize": 11.8,
+    "test_job_warmup": 11.6,
+    "test_tiny_gpt": 9.7,
+    "test_student_build": 9.2,
+    "test_cli": 9.1,
+    "test_fingerprints": 7.6,
+    "test_gradient_findings": 7.0,
+    "test_example_class": 6.9,
+    "test_gradients_diagnoses": 5.4,
+    "test_reference_multi_head": 3.8,
+    "test_visible_checks": 2.7,
+    "test_memory_limit": 2.2,
+    "test_modern_attention_bank": 1.7,
+    "test_modern_attention_assignment": 1.5,
+    "test_reference_gradients": 1.4,
+    "test_positional_checks": 1.4,
+    "test_gradients_bank": 0.8,
+    "test_text_corrections": 0.6,
+    "test_kv_cache_checks": 0.6,
+    "test_kv_cache_grading": 0.5,
+    "test_gradient_design": 0.5,
+    "test_preflight_cache": 0.4,
+    "test_course_lists": 0.3,
+    "test_learner_calls": 0.3,
+    "test_sandbox_image": 0.3,
+    "test_wire_cache": 0.2,
+    "test_masking_checks": 0.2,
+    "test_notebook_headings": 0.2,
+    "test_spec_helpers": 0.2,
+    "test_reference_modern_attention": 0.1,
+    "test_probe_output": 0.1,
+    "test_reference_positional": 0.1,
+    "test_reference_masking": 0.0,
+    "test_reference": 0.0,
+    "test_reference_kv_cache": 0.0,
+    "test_suite_order": 0.0,
+    "test_image_root": 0.0,
+}
+MEASURED_ON = ("2026-12-06, eight assignments, 3 workers on the shared 2-core machine at a load of 8-11 (the seconds are "
+               "about 4x an idle machine's; only their order and sizes relative to one another matter here)")
+#: What a module missing from MODULE_SECONDS (added since: a new assignment's, say) is taken to cost: about the
+#: largest in-process module's (test_tiled_attention_bank's, one assignment's answer bank), so that a new module
+#: goes out while the long modules still run and never joins the short ones at the end of the run (where a long
+#: module would leave the other workers idle); a short one sent out early costs nothing, the short modules then
+#: fill the gaps after it.
+UNMEASURED_SECONDS = 100.0
+#: The measured modules, longest first (the order the run hands them out in).
+LONGEST_FIRST = tuple(sorted(MODULE_SECONDS, key=lambda name: -MODULE_SECONDS[name]))
+
+
+def expected_seconds(module: str) -> float:
+    """What ``module`` (a test module's name, e.g. ``test_grading``) is expected to cost one worker, in seconds."""
+    return MODULE_SECONDS.get(module, UNMEASURED_SECONDS)
 
 
 _MADE_EMPTY_GRADEBOOKS = pytest.StashKey[str]()
@@ -93,10 +186,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if _module_name(item) in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
-    # A stable sort: the listed modules first in LONGEST_FIRST's order, every other module after them in
+    # A stable sort, longest module first (an unmeasured one as UNMEASURED_SECONDS), modules of equal seconds in
     # collection order, and each module's tests in their own order (identical on every xdist worker).
-    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(_module_name(item), len(rank)))
+    items.sort(key=lambda item: -expected_seconds(_module_name(item)))
 
 
 _CPU_START = pytest.StashKey[float]()

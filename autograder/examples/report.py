@@ -23,6 +23,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import nbformat
 
@@ -31,7 +32,7 @@ from autograder.examples import example_class, hostile
 from autograder.nbgrader import grading
 from autograder.grader.in_process import grade_variant
 from autograder.nbgrader.notebook_cells import read, solution_cells
-from autograder.grader.spec import Variant
+from autograder.grader.spec import Assignment, Variant
 from autograder.course import REPO
 
 REPORT = REPO / "reports" / "grader_report.md"
@@ -90,16 +91,33 @@ def _short(verdicts) -> str:
     return " ".join(f"{v.title} {v.score:g}/{v.points:g}" for v in verdicts.values())
 
 
-def check_correct(name: str, key: str, variant: Variant) -> Row:
-    verdicts = grade_variant(assignments.get(name), variant)
+def graded_once() -> Callable[[Assignment, Variant], dict]:
+    """:func:`grade_variant` that grades each answer set once: the same cells give the same verdicts.
+
+    An example student who hands in a bank answer as it is hands in that variant's cells, which the report's bank
+    rows have graded already. Made anew for each report (:func:`build_from`): the hidden cases can differ from one
+    report to the next (the tests grade a07's memory step on its stand-in), never within one.
+    """
+    verdicts: dict[tuple, dict] = {}
+
+    def grade(assignment: Assignment, variant: Variant) -> dict:
+        key = (assignment.name, frozenset(variant.cells.items()))
+        if key not in verdicts:
+            verdicts[key] = grade_variant(assignment, variant)
+        return verdicts[key]
+    return grade
+
+
+def check_correct(name: str, key: str, variant: Variant, grade=grade_variant) -> Row:
+    verdicts = grade(assignments.get(name), variant)
     wrong = [v for v in verdicts.values() if v.score < v.points or v.named]
     detail = "full marks, nothing named" if not wrong else "; ".join(
         f"{v.title} {v.score:g}/{v.points:g}" + (f" named {', '.join(v.named)}" if v.named else "") for v in wrong)
     return Row(name, key, variant.description, not wrong, detail)
 
 
-def check_mistake(name: str, key: str, variant: Variant) -> Row:
-    verdicts = grade_variant(assignments.get(name), variant)
+def check_mistake(name: str, key: str, variant: Variant, grade=grade_variant) -> Row:
+    verdicts = grade(assignments.get(name), variant)
     problems = []
     for grade_id, verdict in verdicts.items():
         if grade_id in variant.breaks:
@@ -154,14 +172,14 @@ def grade_class_with_hostile(course_dir: Path, sample: bool = False) -> tuple[di
     return results, outcomes
 
 
-def _modelled_scores(assignment, variant) -> dict[str, float]:
+def _modelled_scores(assignment, variant, grade=grade_variant) -> dict[str, float]:
     """The in-process model's score per step (the untouched release: zero everywhere)."""
     if variant is None:
         return {step.grade_id: 0.0 for step in assignment.steps}
-    return {g: v.score for g, v in grade_variant(assignment, variant).items()}
+    return {g: v.score for g, v in grade(assignment, variant).items()}
 
 
-def check_end_to_end(results: dict, modelled: bool = False) -> list[Row]:
+def check_end_to_end(results: dict, modelled: bool = False, grade=grade_variant) -> list[Row]:
     """Every example student's nbgrader scores equal the in-process model's (untouched: zero everywhere).
 
     Parameters
@@ -182,14 +200,14 @@ def check_end_to_end(results: dict, modelled: bool = False) -> list[Row]:
             result = by_student.get(student)
             if result is None:
                 if modelled:
-                    total = sum(_modelled_scores(assignment, variant).values())
+                    total = sum(_modelled_scores(assignment, variant, grade).values())
                     rows.append(Row(name, student, "example student", True, f"{total:g} points, as the in-process model"))
                 continue
             if result.steps is None:
                 rows.append(Row(name, student, "example student", False, result.note))
                 continue
             got = {g: s for g, (s, _) in result.steps.items()}
-            expected = _modelled_scores(assignment, variant)
+            expected = _modelled_scores(assignment, variant, grade)
             ok = got == expected
             rows.append(Row(name, student, "example student", ok,
                             f"{result.total:g} points, as the in-process model" if ok else f"nbgrader {got} ≠ model {expected}"))
@@ -207,9 +225,10 @@ def build_from(results: dict, outcomes: dict[str, hostile.Outcome], modelled: bo
     ``modelled``: the run graded a sample of the example students; see :func:`check_end_to_end`.
     """
     report = Report()
+    grade = graded_once()  # the example students' answers are mostly bank answers as they are
     for name, assignment in assignments.all_assignments().items():
-        report.correct += [check_correct(name, key, v) for key, v in assignment.correct.items()]
-        report.mistakes += [check_mistake(name, key, v) for key, v in assignment.mistakes.items()]
+        report.correct += [check_correct(name, key, v, grade) for key, v in assignment.correct.items()]
+        report.mistakes += [check_mistake(name, key, v, grade) for key, v in assignment.mistakes.items()]
     for key, case in hostile.CASES.items():
         outcome = outcomes[key]
         problem = case.check(outcome)
@@ -217,7 +236,7 @@ def build_from(results: dict, outcomes: dict[str, hostile.Outcome], modelled: bo
                 else f"graded {outcome.total:g}/{hostile.FULL:g}" + (f" — {outcome.note}" if outcome.note else ""))
         report.hostile.append(Row(hostile.ASSIGNMENT, key, f"{case.description}; must be: {case.check.expectation}",
                                   problem is None, what if problem is None else f"{problem} ({what})"))
-    report.end_to_end = check_end_to_end(results, modelled)
+    report.end_to_end = check_end_to_end(results, modelled, grade)
     return report
 
 
