@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from matplotlib.axes import Axes
 
-from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI,
+from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI, TITLE_Y,
                                          Explorer, ExplorerError, ExplorerFigure, call_for_visual as _call,
                                          check_settings, control, error_html, function_name as _name, unless_grading)
 from attention_lab.core.plots import CURVE_COLOURS, SIGNED_COLORMAP, axes_or_new, checked_array, heatmap
@@ -410,7 +410,7 @@ class PositionalFigure(ExplorerFigure):
                           for style in ("-", "--")]
         self.heat_ax.set_xlabel("dimension (even: sin, odd: cos)")
         self.heat_ax.set_ylabel("position")
-        self.heat_ax.set_title("encodings PE(t); rows t, t + k", fontsize=10)
+        self.heat_ax.set_title("encodings PE(t); rows t, t + k", fontsize=10, y=TITLE_Y)
         self.figure.colorbar(self.image, cax=self.figure.add_axes(COLORBAR_RECT))
 
         self.dot_ax = self.figure.add_axes(DOT_RECT)
@@ -422,7 +422,7 @@ class PositionalFigure(ExplorerFigure):
         self.dot_ax.axhline(0.0, color="0.8", lw=0.8)
         self.dot_ax.set_xlabel("offset k (positions)")
         self.dot_ax.set_ylabel("PE(t)·PE(t+k)")
-        self.dot_ax.set_title("dot product by offset", fontsize=10)
+        self.dot_ax.set_title("dot product by offset", fontsize=10, y=TITLE_Y)
         self.dot_ax.legend(loc="upper right", fontsize="x-small")
 
         self.circle_ax = self.figure.add_axes(CIRCLE_RECT)
@@ -455,7 +455,7 @@ class PositionalFigure(ExplorerFigure):
         self.gap_ax.set_ylim(*GAP_LIMITS)
         self.gap_ax.set_xlabel("position")
         self.gap_ax.set_ylabel("|out(x[perm]) − out(x)[perm]|")
-        self.gap_ax.set_title("shuffled tokens: gap (log scale)", fontsize=10)
+        self.gap_ax.set_title("shuffled tokens: gap (log scale)", fontsize=10, y=TITLE_Y)
         self.gap_ax.legend(loc="upper center", fontsize="x-small", ncol=2)
 
         self.animated = [self.image, *self.row_lines, self.dot_line, self.zero_line, self.learned_line, self.points,
