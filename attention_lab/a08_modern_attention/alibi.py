@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm, Normalize
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
@@ -149,6 +150,10 @@ class AlibiFigure(ExplorerFigure):
         self.head_axes: list = []
         self.bias_images: list = []
         self.row_lines: list = []
+        self._pool: list = []  # (Axes, bias image, row line) per head, made once
+        # the bias colour bar shows its own mappable, made once: the heads' images come and go with n_heads
+        self.bias_scale = ScalarMappable(Normalize(-1.0, 0.0), self.bias_cmap)
+        self.figure.colorbar(self.bias_scale, cax=self.bias_bar_ax, label="bias −m_h · (i − j)")
         self.weights_image = None
         self.grid = None  # the (n_heads, T) the Axes were built for
         self.weights_ax.set_xlabel("key position")
@@ -157,35 +162,43 @@ class AlibiFigure(ExplorerFigure):
                                loc="upper left", bbox_to_anchor=(0.0, -0.16), fontsize="small", frameon=False)
 
     def layout(self, n_heads: int, T: int) -> None:
-        """Build one heatmap per head in a grid of at most four columns, and the weights' image, for T positions."""
-        for ax in self.head_axes:
-            ax.remove()
+        """Place one heatmap per head in a grid of at most four columns, and the weights' image, for T positions.
+
+        The heatmaps' Axes are made once each and kept, hidden when there are fewer heads (made anew, sixteen
+        Axes and their ticks cost more than drawing them); each is set up here as a new one would be.
+        """
         columns = min(n_heads, 4)
         rows = -(-n_heads // columns)
         left, bottom, width, height = HEADS_AREA
         gap_x, gap_y = 0.012, 0.05
         w, h = (width - gap_x * (columns - 1)) / columns, (height - gap_y * (rows - 1)) / rows
-        self.head_axes, self.bias_images, self.row_lines = [], [], []
-        for k in range(n_heads):
-            row_from_top, column = divmod(k, columns)
-            ax = self.figure.add_axes((left + (w + gap_x) * column, bottom + (h + gap_y) * (rows - 1 - row_from_top),
-                                       w, h))
-            self.bias_images.append(ax.imshow(np.zeros((T, T)), cmap=self.bias_cmap, norm=Normalize(-1.0, 0.0),
-                                              interpolation="nearest", aspect="auto", animated=True))
-            self.row_lines.append(ax.axhline(0, color="white", lw=0.8, animated=True))  # the query row on the right
+        while len(self._pool) < n_heads:
+            ax = self.figure.add_axes((0.0, 0.0, 1.0, 1.0))
+            image = ax.imshow(np.zeros((2, 2)), cmap=self.bias_cmap, norm=Normalize(-1.0, 0.0),
+                              interpolation="nearest", aspect="auto", animated=True)
+            line = ax.axhline(0, color="white", lw=0.8, animated=True)  # the query row drawn on the right
             ax.title.set_animated(True)  # its slope
             ax.tick_params(labelsize=6, length=2)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-            if column:
-                ax.tick_params(labelleft=False)
-            if k + columns < n_heads:  # the bottom heatmap of each column keeps its labels
-                ax.tick_params(labelbottom=False)
-            self.head_axes.append(ax)
-        self.head_axes[0].set_ylabel("query position", fontsize=8)
-        self.head_axes[-1].set_xlabel("key position", fontsize=8)
-        reset_colour_bar_axes(self.bias_bar_ax, BIAS_BAR_RECT)
-        self.figure.colorbar(self.bias_images[0], cax=self.bias_bar_ax, label="bias −m_h · (i − j)")
+            self._pool.append((ax, image, line))
+        for k, (ax, image, line) in enumerate(self._pool):
+            ax.set_visible(k < n_heads)
+            if k >= n_heads:
+                continue
+            row_from_top, column = divmod(k, columns)
+            ax.set_position((left + (w + gap_x) * column, bottom + (h + gap_y) * (rows - 1 - row_from_top), w, h))
+            image.set_data(np.zeros((T, T)))
+            image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
+            ax.set_xlim(-0.5, T - 0.5)
+            ax.set_ylim(T - 0.5, -0.5)
+            # the left heatmap of each row labels its rows, the bottom heatmap of each column its columns
+            ax.tick_params(labelleft=not column, labelbottom=k + columns >= n_heads)
+            ax.set_ylabel("query position" if k == 0 else "", fontsize=8)
+            ax.set_xlabel("key position" if k == n_heads - 1 else "", fontsize=8)
+        self.head_axes = [ax for ax, _, _ in self._pool[:n_heads]]
+        self.bias_images = [image for _, image, _ in self._pool[:n_heads]]
+        self.row_lines = [line for _, _, line in self._pool[:n_heads]]
         ax = self.weights_ax
         if self.weights_image is not None:
             self.weights_image.remove()
@@ -201,7 +214,7 @@ class AlibiFigure(ExplorerFigure):
         self.figure.colorbar(self.weights_image, cax=self.weights_bar_ax, label="attention weight (log scale)",
                              extend="min")
         self.grid = (n_heads, T)
-        self.layout_key = None  # new Axes: a background drawn before holds other ones
+        self.layout_key = None  # other Axes: a background drawn before shows another grid
         self._kept_backgrounds.clear()
         self.animated = [*self.bias_images, *self.row_lines, *(a.title for a in self.head_axes), self.weights_image,
                          self.weights_ax.title]
@@ -220,6 +233,7 @@ class AlibiFigure(ExplorerFigure):
             line.set_ydata([s.row, s.row])
             ax.set_title(f"head {h}" + (f", m = {view.slopes[h]:.3g}" if view is not None else ""), fontsize=8, pad=2,
                          y=TITLE_Y)
+        self.bias_scale.set_clim(min(lowest, -1e-12), 0.0)
         weights = np.full((s.n_heads, s.T), np.nan) if view is None else np.where(
             np.arange(s.T)[None, :] <= s.row, np.clip(view.weights, LOG_FLOOR, 1.0), np.nan)
         self.weights_image.set_data(weights)
