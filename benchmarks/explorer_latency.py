@@ -1,26 +1,20 @@
-"""Benchmark: attention explorer redraw latency against a naive `interact` redraw and the compute floor.
+"""Benchmark: explorer redraw latency, every control of every explorer, before and after, in one run.
 
-Also the cost of the heatmap's colour scale: a d_head change on the logarithmic (default) and the linear 0–1
-scale, and a change of the "colour scale" control itself.
+Default: for each explorer of assignments 1–8 (built at T = 512, or its largest T), every control is timed from
+setting its value to the new PNG in the ``ipywidgets.Image`` (``benchmarks/explorer_controls.py``, one subprocess
+per explorer and version), on the code of a baseline revision (``--baseline``, default ``main``, exported with
+``git archive``) and on this checkout, alternating, in wall-clock and CPU time; "first" (backgrounds forgotten: a
+value not shown before) and "again" (back to a value shown lately). The 50 ms goal of issue 15 §2 is checked on CPU
+time, which other jobs on the shared machine disturb less.
 
-Kernel side, all in this one process, for T in {64, 256, 512} and d_head in {64, 512}:
+``--naive``: also assignment 1's explorer against an ``interact``-style redraw into a new figure saved with
+``bbox_inches="tight"`` and against the attention computation alone, for T in {64, 256, 512} and d_head in
+{64, 512}, and assignment 6's gradient explorer against its naive redraw (the earlier tables of this file).
 
-* **explorer** — a ``d_head`` slider change (from the neighbouring option) until the new PNG is in the
-  ``ipywidgets.Image`` (synchronous update path: compute, blit, encode); also a ``T`` change, which
-  redraws the static background and recomputes the entropy-vs-d_head curves;
-* **naive** — what an ``interact`` callback does: recompute the attention, entropies and curves and draw
-  the same three panels in a new figure, saved as ``%matplotlib inline`` does (PNG, ``bbox_inches="tight"``);
-* **floor** — the attention computation for that change alone.
+``--browser``: JupyterLab + Debian Chromium + Playwright, key press on assignment 1's ``d_head`` slider → new
+image decoded and painted (timed inside the page), median over repeated presses.
 
-Assignment 6's gradient explorer, for T in {32, 128} (its largest option) and d_head in {64, 512}: a
-``d_head`` change, a ``T`` change to a T not shown before (the experiment computed) and back to one shown
-before (cached), against a naive ``interact`` redraw in the same run (the experiment's 30 rows-by-scaling
-loops recomputed and the four panels drawn into a new figure, saved as ``%matplotlib inline`` does).
-
-Browser side (``--browser``): JupyterLab + Debian Chromium + Playwright, key press on the ``d_head``
-slider → new image decoded and painted (timed inside the page), median over repeated presses.
-
-Run: ``.venv/bin/python benchmarks/explorer_latency.py [--browser]``; writes
+Run: ``.venv/bin/python benchmarks/explorer_latency.py [--baseline REV] [--naive] [--browser]``; writes
 ``benchmarks/explorer_latency.md``.
 """
 
