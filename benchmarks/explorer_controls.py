@@ -4,7 +4,8 @@
 solutions from ``CODE_ROOT`` (this checkout, or an exported older commit: the baseline), builds the explorer named
 ``EXPLORER`` (:data:`EXPLORERS`) at its largest T up to 512 with the reference functions (synchronous redraws, as
 the tests drive them), and prints one JSON object: per control, the median time in ms from setting the control's
-value to the new PNG being in the ``ipywidgets.Image``. Each timed change moves the control back from its
+value to the new PNG being in the ``ipywidgets.Image``, in wall-clock time and in this process's CPU time (which
+other jobs on a shared machine disturb less; the redraw runs on one thread). Each timed change moves the control back from its
 neighbouring value (set untimed just before). "first" times it after the figure forgot its kept backgrounds
 (``ExplorerFigure.forget_backgrounds``, when the code has it; assignment 6: its per-T caches): a value not shown
 before, as each step of a slider dragged to new values is. "again" times it with them: back to a value shown lately.
@@ -93,12 +94,12 @@ def neighbour(control):
     return control.value - step if control.value - step >= control.min else control.value + step
 
 
-def forget(explorer) -> None:
-    """Drop what the explorer keeps from earlier views (backgrounds; assignment 6 also its per-T curves)."""
+def forget(explorer, control) -> None:
+    """Drop what the explorer keeps from earlier views: backgrounds; assignment 6, for its T, the per-T curves."""
     figure = explorer.figure
     if hasattr(figure, "forget_backgrounds"):
         figure.forget_backgrounds()
-    if hasattr(explorer, "_curves_by_T"):  # assignment 6 keeps its experiment and background per T
+    if hasattr(explorer, "_curves_by_T") and control is explorer.T_slider:  # assignment 6 keeps them per T
         from attention_lab.a06_gradients import curves
 
         curves._rows.cache_clear()
@@ -107,26 +108,26 @@ def forget(explorer) -> None:
 
 
 def time_controls(explorer, repeats: int) -> dict[str, dict[str, float]]:
+    """Per control: median wall-clock and CPU time (ms) of a change, "first" and "again" (see the module's text)."""
     results = {}
     for control in controls(explorer):
         name = control.description or type(control).__name__
-        times = {"first": [], "again": []}
+        times = {"first": [], "again": [], "first_cpu": [], "again_cpu": []}
         for kind in ("first", "again"):
             for _ in range(repeats):
                 other = neighbour(control)
-                if other is None:  # a button: "next seed", always a new one
-                    if kind == "first":
-                        forget(explorer)
-                    start = time.perf_counter()
-                    control.click()
-                else:
+                if other is not None:
                     value = control.value
                     control.value = other
-                    if kind == "first":
-                        forget(explorer)
-                    start = time.perf_counter()
+                if kind == "first":
+                    forget(explorer, control)
+                start, cpu = time.perf_counter(), time.process_time()
+                if other is None:  # a button: "next seed", always a new one
+                    control.click()
+                else:
                     control.value = value
                 times[kind].append(time.perf_counter() - start)
+                times[kind + "_cpu"].append(time.process_time() - cpu)
         results[name] = {kind: 1000 * statistics.median(values) for kind, values in times.items()}
     return results
 

@@ -17,10 +17,12 @@ from attention_lab.a01_attention import visual as a01
 from attention_lab.a02_multi_head import visual as a02
 from attention_lab.a03_positional import visual as a03
 from attention_lab.a04_masking import visual as a04
+from attention_lab.a08_modern_attention import alibi as a08_alibi
 from autograder.assignments.a01_attention import reference as r01
 from autograder.assignments.a02_multi_head import reference as r02
 from autograder.assignments.a03_positional import reference as r03
 from autograder.assignments.a04_masking import reference as r04
+from autograder.assignments.a08_modern_attention import reference as r08
 
 A03_FUNCTIONS = (r03.sinusoidal_positional_encoding, r03.dot_product_by_offset, r03.offset_rotation,
                  r03.self_attention, r03.add_positions)
@@ -42,6 +44,9 @@ CASES = {
                 dict(T=8, lengths=(8, 5, 0)),
                 [("T_slider", 12), ("colour_dropdown", "linear 0–1"), ("T_slider", 8), ("dtype_buttons", "float16"),
                  ("colour_dropdown", "logarithmic"), ("causal_box", False)]),
+    "ALiBi": (a08_alibi.AlibiExplorer, (r08.alibi_slopes,), dict(n_heads=4, T=12),
+              [("row_slider", 5), ("T_slider", 16), ("T_slider", 12), ("heads_slider", 6), ("row_slider", 2),
+               ("heads_slider", 4)]),
 }
 
 
@@ -51,6 +56,7 @@ def pixels(png: bytes) -> np.ndarray:
 
 def assert_same_as_fresh(explorer, make, functions):
     fresh = make(*functions, **dataclasses.asdict(explorer.settings), sync=True)
+    assert fresh.settings == explorer.settings
     assert explorer.summary.value == fresh.summary.value
     drawn, expected = pixels(explorer.image.value), pixels(fresh.image.value)
     differing = np.argwhere((drawn != expected).any(axis=-1))

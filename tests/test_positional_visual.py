@@ -302,3 +302,15 @@ def test_static_plots_show_the_data_with_the_course_labels():
         px.plot_pair_circle(pe, 3)
     with pytest.raises(ValueError, match="curve 'bad' must be 1-D"):
         px.plot_dot_products({"bad": pe})
+
+
+def test_the_gap_panel_is_reused_for_t_k_and_pair_and_recomputed_for_what_it_depends_on():
+    explorer = px.PositionalExplorer(*FUNCTIONS, T=16, d_model=8, t=3, k=2, pair=1, sync=True)
+    gaps = explorer.view.gap_plain
+    explorer.t_slider.value, explorer.k_slider.value, explorer.pair_slider.value = 5, -1, 2
+    assert explorer.view.gap_plain is gaps  # t, k and the pair do not change the shuffled-tokens panel
+    explorer.seed_slider.value = 4
+    assert explorer.view.gap_plain is not gaps
+    fresh = px.PositionalExplorer(*FUNCTIONS, T=16, d_model=8, t=5, k=-1, pair=2, seed=4, sync=True)
+    np.testing.assert_array_equal(explorer.view.gap_plain, fresh.view.gap_plain)
+    np.testing.assert_array_equal(explorer.view.gap_positions, fresh.view.gap_positions)

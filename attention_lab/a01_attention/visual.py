@@ -40,7 +40,7 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI,
+from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI, TITLE_Y,
                                          ExplorerError, ExplorerFigure, HeatmapExplorer, HeatmapSettings,
                                          call_for_visual, check_settings, control, function_name,
                                          largest_weight_text, latest, unless_grading)
@@ -226,8 +226,9 @@ def curve_ceiling_label(T: int, causal: bool) -> str:
 def entropy_curves(attention_fn, mask_fn, entropy_fn, T: int, causal: bool, inputs) -> dict[str, np.ndarray]:
     """Mean row entropy (nats) against each d_head in :data:`CURVE_D_HEADS`, three ways of scaling.
 
-    Uses up to :data:`CURVE_QUERIES` evenly spaced query rows against all T keys.
-    "÷d" is computed as the attention function on ``Q / √d`` with ``scale=True``.
+    Uses up to :data:`CURVE_QUERIES` evenly spaced query rows against all T keys. Each scaling is the attention
+    function with ``scale=True`` on other queries: "scaled (÷√d)" on Q, "unscaled" on ``Q · √d`` and "÷d" on
+    ``Q / √d``, all three stacked in one call per d_head.
 
     Returns
     -------
@@ -236,13 +237,18 @@ def entropy_curves(attention_fn, mask_fn, entropy_fn, T: int, causal: bool, inpu
     """
     rows = curve_rows(T)
     mask = _mask(mask_fn, T, causal)
-    mask = None if mask is None else mask[rows]
+    n = len(rows)
+    # The three scalings in one call per d_head, their queries stacked: with scale=True the function divides the
+    # scores by √d, so Q gives "scaled", Q·√d gives "unscaled" and Q/√d gives "÷d" (a third of the calls, copies
+    # and checks of one call per scaling: at T = 512 they cost more than the products themselves).
+    mask = None if mask is None else np.tile(mask[rows], (3, 1))
     curves = {"scaled (÷√d)": [], "unscaled": [], "÷d": []}
     for d in CURVE_D_HEADS:
         Q, K, V = inputs[0][rows, :d], inputs[1][:T, :d], inputs[2][:T, :d]
-        for name, (q, scale) in {"scaled (÷√d)": (Q, True), "unscaled": (Q, False),
-                                 "÷d": (Q / math.sqrt(d), True)}.items():
-            curves[name].append(float(np.mean(_entropy(entropy_fn, _attend(attention_fn, q, K, V, mask, scale)))))
+        root = math.sqrt(d)
+        entropy = _entropy(entropy_fn, _attend(attention_fn, np.concatenate([Q, Q * root, Q / root]), K, V, mask, True))
+        for index, name in enumerate(curves):
+            curves[name].append(float(np.mean(entropy[index * n:(index + 1) * n])))
     return {name: np.array(values) for name, values in curves.items()}
 
 
@@ -260,7 +266,7 @@ class AttentionFigure(ExplorerFigure):
                                          aspect="auto", animated=True)
         self.heat_ax.set_xlabel("key position")
         self.heat_ax.set_ylabel("query position")
-        self.heat_ax.set_title("attention weights", fontsize=10)
+        self.heat_ax.set_title("attention weights", fontsize=10, y=TITLE_Y)
         self.add_weight_colour_bar(COLORBAR_RECT)
 
         self.entropy_ax = self.figure.add_axes(ENTROPY_RECT)
@@ -270,7 +276,7 @@ class AttentionFigure(ExplorerFigure):
                                                     label="entropy of the row")
         self.entropy_ax.set_xlabel("query position")
         self.entropy_ax.set_ylabel("entropy (nats)")
-        self.entropy_ax.set_title("entropy per query row", fontsize=10)
+        self.entropy_ax.set_title("entropy per query row", fontsize=10, y=TITLE_Y)
         # Legends sit in a band above every value (entropies never exceed ln T), so no line crosses them
         # and they can stay in the static background.
         self.entropy_legend = self.entropy_ax.legend(loc="upper center", ncol=2, fontsize="small")
@@ -291,7 +297,7 @@ class AttentionFigure(ExplorerFigure):
         self.curve_ax.set_xlim(D_HEAD_OPTIONS[0] * 0.9, D_HEAD_OPTIONS[-1] * 1.1)
         self.curve_ax.set_xlabel("d_head (log scale)")
         self.curve_ax.set_ylabel("mean row entropy (nats)")
-        self.curve_ax.set_title("scaling vs saturation", fontsize=10)
+        self.curve_ax.set_title("scaling vs saturation", fontsize=10, y=TITLE_Y)
         self.curve_legend = self.curve_ax.legend(loc="upper center", ncol=3, fontsize="small", columnspacing=1.0,
                                                  handlelength=1.6)
         for axis in (self.heat_ax.xaxis, self.heat_ax.yaxis, self.entropy_ax.xaxis):

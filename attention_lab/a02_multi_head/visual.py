@@ -45,7 +45,7 @@ from matplotlib import colormaps
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI,
+from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI, TITLE_Y,
                                          ExplorerError, ExplorerFigure, HeatmapExplorer, HeatmapSettings,
                                          call_for_visual as _call,
                                          check_settings, control, function_name as _name,
@@ -302,7 +302,7 @@ class MultiHeadFigure(ExplorerFigure):
                                               animated=True)
         self.head_ax.set_xlabel("key position")
         self.head_ax.set_ylabel("query position")
-        self.head_title = self.head_ax.set_title("", fontsize=10, animated=True)
+        self.head_title = self.head_ax.set_title("", fontsize=10, animated=True, y=TITLE_Y)
         for axis in (self.head_ax.xaxis, self.head_ax.yaxis):
             axis.set_major_locator(MaxNLocator(integer=True, nbins="auto"))
         self.add_weight_colour_bar(COLORBAR_RECT)
@@ -310,7 +310,7 @@ class MultiHeadFigure(ExplorerFigure):
         self.entropy_ax = self.figure.add_axes(ENTROPY_RECT)
         self.entropy_ax.set_xlabel("head")
         self.entropy_ax.set_ylabel("mean row entropy (nats)")
-        self.entropy_ax.set_title("entropy per head", fontsize=10)
+        self.entropy_ax.set_title("entropy per head", fontsize=10, y=TITLE_Y)
         (self.ceiling_line,) = self.entropy_ax.plot([], [], "--", color=REFERENCE_COLOUR, animated=True,
                                                     label="uniform ceiling")
         self.bars: list[Rectangle] = []
@@ -325,7 +325,7 @@ class MultiHeadFigure(ExplorerFigure):
         self.mosaic_ax.set_xlim(-0.5, width - 0.5)
         self.mosaic_ax.set_ylim(height - 0.5, -0.5)
         self.mosaic_ax.set_title(f"all {n_heads} heads, head 0 top left" if n_heads > 1 else "the only head",
-                                 fontsize=10)
+                                 fontsize=10, y=TITLE_Y)
         self.head_image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
         self.head_ax.set_xlim(-0.5, T - 0.5)
         self.head_ax.set_ylim(T - 0.5, -0.5)

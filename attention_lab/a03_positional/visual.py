@@ -40,9 +40,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from matplotlib.axes import Axes
 
-from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI,
+from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI, TITLE_Y,
                                          Explorer, ExplorerError, ExplorerFigure, call_for_visual as _call,
-                                         check_settings, control, error_html, function_name as _name, unless_grading)
+                                         check_settings, control, error_html, function_name as _name, latest,
+                                         unless_grading)
 from attention_lab.core.plots import CURVE_COLOURS, SIGNED_COLORMAP, axes_or_new, checked_array, heatmap
 
 ENCODING_COLORMAP = SIGNED_COLORMAP  # −1 dark blue, 0 grey, +1 light yellow: the ends differ in lightness too
@@ -203,7 +204,7 @@ def _gap_panel(self_attention_fn, add_positions_fn, T, d_model, seed):
     return plain, with_positions
 
 
-def compute_view(functions, settings: Settings) -> View:
+def compute_view(functions, settings: Settings, gaps: dict | None = None) -> View:
     """The data of every panel and the summary line for one setting of the controls.
 
     Parameters
@@ -211,6 +212,10 @@ def compute_view(functions, settings: Settings) -> View:
     functions : tuple of callables
         ``(sinusoidal_positional_encoding, dot_product_by_offset, offset_rotation, self_attention, add_positions)``.
     settings : Settings
+    gaps : dict, optional
+        The gap panel's data kept from the last view, keyed by what it depends on (T, d_model, seed and the
+        current definitions of ``self_attention`` and ``add_positions``): reused when t, k or the pair change
+        (four self-attention calls, most of a redraw at T = 512), replaced otherwise; updated in place.
 
     Returns
     -------
@@ -236,8 +241,16 @@ def compute_view(functions, settings: Settings) -> View:
                         rotation_fn, view.pe, s.t, s.k, s.pair)
             except ExplorerError as error:
                 view.errors.append(str(error))
+    key = (s.T, s.d_model, s.seed, latest(self_attention_fn), latest(add_positions_fn))
     try:
-        view.gap_plain, view.gap_positions = _gap_panel(self_attention_fn, add_positions_fn, s.T, s.d_model, s.seed)
+        if gaps is not None and key in gaps:
+            view.gap_plain, view.gap_positions = gaps[key]
+        else:
+            view.gap_plain, view.gap_positions = _gap_panel(self_attention_fn, add_positions_fn, s.T, s.d_model,
+                                                            s.seed)
+            if gaps is not None:
+                gaps.clear()
+                gaps[key] = (view.gap_plain, view.gap_positions)
     except ExplorerError as error:
         view.errors.append(str(error))
     view.summary = summary(view, s)
@@ -410,7 +423,7 @@ class PositionalFigure(ExplorerFigure):
                           for style in ("-", "--")]
         self.heat_ax.set_xlabel("dimension (even: sin, odd: cos)")
         self.heat_ax.set_ylabel("position")
-        self.heat_ax.set_title("encodings PE(t); rows t, t + k", fontsize=10)
+        self.heat_ax.set_title("encodings PE(t); rows t, t + k", fontsize=10, y=TITLE_Y)
         self.figure.colorbar(self.image, cax=self.figure.add_axes(COLORBAR_RECT))
 
         self.dot_ax = self.figure.add_axes(DOT_RECT)
@@ -422,7 +435,7 @@ class PositionalFigure(ExplorerFigure):
         self.dot_ax.axhline(0.0, color="0.8", lw=0.8)
         self.dot_ax.set_xlabel("offset k (positions)")
         self.dot_ax.set_ylabel("PE(t)·PE(t+k)")
-        self.dot_ax.set_title("dot product by offset", fontsize=10)
+        self.dot_ax.set_title("dot product by offset", fontsize=10, y=TITLE_Y)
         self.dot_ax.legend(loc="upper right", fontsize="x-small")
 
         self.circle_ax = self.figure.add_axes(CIRCLE_RECT)
@@ -455,7 +468,7 @@ class PositionalFigure(ExplorerFigure):
         self.gap_ax.set_ylim(*GAP_LIMITS)
         self.gap_ax.set_xlabel("position")
         self.gap_ax.set_ylabel("|out(x[perm]) − out(x)[perm]|")
-        self.gap_ax.set_title("shuffled tokens: gap (log scale)", fontsize=10)
+        self.gap_ax.set_title("shuffled tokens: gap (log scale)", fontsize=10, y=TITLE_Y)
         self.gap_ax.legend(loc="upper center", fontsize="x-small", ncol=2)
 
         self.animated = [self.image, *self.row_lines, self.dot_line, self.zero_line, self.learned_line, self.points,
@@ -577,6 +590,7 @@ class PositionalExplorer(Explorer):
                        pair=(pair, 0 <= pair < d_model // 2, f"in [0, {d_model // 2 - 1}] (d_model / 2 pairs)"),
                        seed=(seed, 0 <= seed <= 99, "between 0 and 99"))
         super().__init__(PositionalFigure(), sync=sync)
+        self._gaps: dict = {}  # the gap panel's data for the last (T, d_model, seed, functions): compute_view
         self.functions = (sinusoidal_positional_encoding, dot_product_by_offset, offset_rotation, self_attention,
                           add_positions)
         slider = widgets.IntSlider
@@ -606,7 +620,7 @@ class PositionalExplorer(Explorer):
 
     def compute(self, settings: Settings) -> View:
         """Every panel's data for ``settings`` (:func:`compute_view`); a failing panel only holds a message."""
-        return compute_view(self.functions, settings)
+        return compute_view(self.functions, settings, self._gaps)
 
     def summary_html(self, view: View) -> str:
         """The summary line, then one red line per panel that could not be computed."""

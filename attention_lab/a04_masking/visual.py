@@ -33,7 +33,7 @@ from matplotlib.colors import ListedColormap, to_rgba
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI,
+from attention_lab.core.explorer import (BACKGROUNDS_KEPT, DPI, TITLE_Y,
                                          ExplorerError, ExplorerFigure, HeatmapExplorer, HeatmapSettings,
                                          call_for_visual, check_settings, control, function_name as _name,
                                          unless_grading)
@@ -241,7 +241,7 @@ class MaskingFigure(ExplorerFigure):
             ax.set_xlabel("key position")
             if b == 0:
                 ax.set_ylabel("query position")
-            ax.set_title(" ", fontsize=10)
+            ax.set_title(" ", fontsize=10, y=TITLE_Y)
             ax.title.set_animated(True)
             for axis in (ax.xaxis, ax.yaxis):
                 axis.set_major_locator(MaxNLocator(integer=True, nbins=5))
@@ -260,7 +260,7 @@ class MaskingFigure(ExplorerFigure):
         self.overflow_ax.set_xlim(0.5, LOGIT_SIZES[-1] * 8)
         self.overflow_ax.set_ylim(-0.6, len(DTYPES) - 0.4 + 0.6)  # room for the legend above the bars
         self.overflow_ax.set_xlabel("logit x (log scale)")
-        self.overflow_ax.set_title("e^x overflows beyond each bar", fontsize=10)
+        self.overflow_ax.set_title("e^x overflows beyond each bar", fontsize=10, y=TITLE_Y)
         for y, threshold in enumerate(thresholds):
             self.overflow_ax.text(threshold * 1.15, y, f"{threshold:.1f}", va="center", fontsize="small")
         self.logit_line = self.overflow_ax.axvline(1.0, color="#0072B2", lw=1.5, label="largest |logit| here",

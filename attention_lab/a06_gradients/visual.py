@@ -28,7 +28,7 @@ import numpy as np
 from attention_lab.a01_attention.visual import latest
 from attention_lab.a06_gradients.curves import D_HEADS, SCALINGS, Curves, ExperimentError, gradient_curves, row_weights
 from attention_lab.core.calls import time_limit
-from attention_lab.core.explorer import ExplorerFigure
+from attention_lab.core.explorer import TITLE_Y, ExplorerFigure
 from attention_lab.core.plots import CURVE_COLOURS, REFERENCE_COLOUR, SIGNED_COLORMAP
 from attention_lab.core.redraw import CoalescedRedraw, image_widget, name_figure
 
@@ -92,7 +92,7 @@ class GradientFigure(ExplorerFigure):
             ax.set_xlim(D_HEADS[0] / 1.3, D_HEADS[-1] * 1.3)
             ax.set_xlabel("d_head")
             ax.set_ylabel(ylabel)
-            ax.set_title(title, fontsize=10)
+            ax.set_title(title, fontsize=10, y=TITLE_Y)
             self.markers.append(ax.axvline(D_HEADS[0], color="0.2", lw=0.8, animated=True))
         self.gradient_ax.set_yscale("log")
         self.legends = [ax.legend(fontsize="x-small", frameon=False)
@@ -143,10 +143,10 @@ class GradientFigure(ExplorerFigure):
             self.heat_image.set_data(jacobian / limit)
             gain = float(np.linalg.norm(jacobian, 2))
             self.heat_ax.set_title(f"J of one row, {SCALINGS[scaling]}, d_head = {d_head}\n‖J‖₂ {gain:.3g}, "
-                                   f"max |J_ij| {limit:.3g}, top p {largest:.3g}", fontsize=7.5)
+                                   f"max |J_ij| {limit:.3g}, top p {largest:.3g}", fontsize=7.5, y=TITLE_Y)
         else:
             self.heat_image.set_data(np.zeros((2, 2)))
-            self.heat_ax.set_title("", fontsize=9)
+            self.heat_ax.set_title("", fontsize=9, y=TITLE_Y)
         self.error_text.set_text("" if error is None else f"⚠ {error}")
         return self.blit([*self.markers, self.heat_image, self.heat_ax.title, self.error_text])
 

@@ -24,8 +24,8 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.patches import Patch
 
 from attention_lab.core.plots import CURVE_COLOURS
-from attention_lab.core.explorer import (Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
-                                         control, unless_grading)
+from attention_lab.core.explorer import (TITLE_Y, Explorer, ExplorerError, ExplorerFigure, call_for_visual,
+                                         check_settings, control, unless_grading)
 
 T_MAX, BLOCK_MAX = 512, 128
 FIGURE_SIZE = (8.4, 5.6)  # inches at DPI dots per inch
@@ -164,7 +164,7 @@ class TileFigure(ExplorerFigure):
         ax.set_xlabel("key position")
         ax.set_ylabel("query position")
         ax.set_title(f"tiles of {s.block_q} × {s.block_k}, T_q = {s.T_q}, T_k = {s.T_k}"
-                     + (", causal" if s.causal else ", no mask"), fontsize=10)
+                     + (", causal" if s.causal else ", no mask"), fontsize=10, y=TITLE_Y)
         return self.png()
 
 

@@ -20,13 +20,15 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm, Normalize
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from attention_lab.a04_masking.visual import ALLOWED_COLORMAP, BLOCKED
-from attention_lab.core.explorer import (Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
-                                         control, unless_grading)
+from attention_lab.core.explorer import (BACKGROUNDS_KEPT, TITLE_Y, Explorer, ExplorerError, ExplorerFigure,
+                                         call_for_visual, check_settings, control, reset_colour_bar_axes,
+                                         unless_grading)
 from attention_lab.core.plots import LOG_FLOOR
 
 HEADS_MAX, T_MAX = 16, 64
@@ -134,10 +136,12 @@ class AlibiFigure(ExplorerFigure):
 
     The Axes and images are built for each (n_heads, T) and only their data, colour range, titles and row marks
     change with the query row (or a redefined ``alibi_slopes``): rebuilding sixteen heatmaps costs more than drawing.
+    Those are animated: the Axes, ticks and colour bars are drawn once per (n_heads, T, lowest bias) into a kept
+    background and each redraw blits the animated artists onto it.
     """
 
     def __init__(self):
-        super().__init__(FIGURE_SIZE)
+        super().__init__(FIGURE_SIZE, backgrounds_kept=BACKGROUNDS_KEPT)
         self.bias_bar_ax = self.figure.add_axes(BIAS_BAR_RECT)
         self.weights_ax = self.figure.add_axes(WEIGHTS_RECT)
         self.weights_bar_ax = self.figure.add_axes(WEIGHTS_BAR_RECT)
@@ -146,6 +150,10 @@ class AlibiFigure(ExplorerFigure):
         self.head_axes: list = []
         self.bias_images: list = []
         self.row_lines: list = []
+        self._pool: list = []  # (Axes, bias image, row line) per head, made once
+        # the bias colour bar shows its own mappable, made once: the heads' images come and go with n_heads
+        self.bias_scale = ScalarMappable(Normalize(-1.0, 0.0), self.bias_cmap)
+        self.figure.colorbar(self.bias_scale, cax=self.bias_bar_ax, label="bias −m_h · (i − j)")
         self.weights_image = None
         self.grid = None  # the (n_heads, T) the Axes were built for
         self.weights_ax.set_xlabel("key position")
@@ -154,48 +162,62 @@ class AlibiFigure(ExplorerFigure):
                                loc="upper left", bbox_to_anchor=(0.0, -0.16), fontsize="small", frameon=False)
 
     def layout(self, n_heads: int, T: int) -> None:
-        """Build one heatmap per head in a grid of at most four columns, and the weights' image, for T positions."""
-        for ax in self.head_axes:
-            ax.remove()
+        """Place one heatmap per head in a grid of at most four columns, and the weights' image, for T positions.
+
+        The heatmaps' Axes are made once each and kept, hidden when there are fewer heads (made anew, sixteen
+        Axes and their ticks cost more than drawing them); each is set up here as a new one would be.
+        """
         columns = min(n_heads, 4)
         rows = -(-n_heads // columns)
         left, bottom, width, height = HEADS_AREA
         gap_x, gap_y = 0.012, 0.05
         w, h = (width - gap_x * (columns - 1)) / columns, (height - gap_y * (rows - 1)) / rows
-        self.head_axes, self.bias_images, self.row_lines = [], [], []
-        for k in range(n_heads):
-            row_from_top, column = divmod(k, columns)
-            ax = self.figure.add_axes((left + (w + gap_x) * column, bottom + (h + gap_y) * (rows - 1 - row_from_top),
-                                       w, h))
-            self.bias_images.append(ax.imshow(np.zeros((T, T)), cmap=self.bias_cmap, norm=Normalize(-1.0, 0.0),
-                                              interpolation="nearest", aspect="auto"))
-            self.row_lines.append(ax.axhline(0, color="white", lw=0.8))  # the query row drawn on the right
+        while len(self._pool) < n_heads:
+            ax = self.figure.add_axes((0.0, 0.0, 1.0, 1.0))
+            image = ax.imshow(np.zeros((2, 2)), cmap=self.bias_cmap, norm=Normalize(-1.0, 0.0),
+                              interpolation="nearest", aspect="auto", animated=True)
+            line = ax.axhline(0, color="white", lw=0.8, animated=True)  # the query row drawn on the right
+            ax.title.set_animated(True)  # its slope
             ax.tick_params(labelsize=6, length=2)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-            if column:
-                ax.tick_params(labelleft=False)
-            if k + columns < n_heads:  # the bottom heatmap of each column keeps its labels
-                ax.tick_params(labelbottom=False)
-            self.head_axes.append(ax)
-        self.head_axes[0].set_ylabel("query position", fontsize=8)
-        self.head_axes[-1].set_xlabel("key position", fontsize=8)
-        self.bias_bar_ax.clear()
-        self.figure.colorbar(self.bias_images[0], cax=self.bias_bar_ax, label="bias −m_h · (i − j)")
+            self._pool.append((ax, image, line))
+        for k, (ax, image, line) in enumerate(self._pool):
+            ax.set_visible(k < n_heads)
+            if k >= n_heads:
+                continue
+            row_from_top, column = divmod(k, columns)
+            ax.set_position((left + (w + gap_x) * column, bottom + (h + gap_y) * (rows - 1 - row_from_top), w, h))
+            image.set_data(np.zeros((T, T)))
+            image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
+            ax.set_xlim(-0.5, T - 0.5)
+            ax.set_ylim(T - 0.5, -0.5)
+            # the left heatmap of each row labels its rows, the bottom heatmap of each column its columns
+            ax.tick_params(labelleft=not column, labelbottom=k + columns >= n_heads)
+            ax.set_ylabel("query position" if k == 0 else "", fontsize=8)
+            ax.set_xlabel("key position" if k == n_heads - 1 else "", fontsize=8)
+        self.head_axes = [ax for ax, _, _ in self._pool[:n_heads]]
+        self.bias_images = [image for _, image, _ in self._pool[:n_heads]]
+        self.row_lines = [line for _, _, line in self._pool[:n_heads]]
         ax = self.weights_ax
         if self.weights_image is not None:
             self.weights_image.remove()
         self.weights_image = ax.imshow(np.ones((n_heads, T)), cmap=self.weights_cmap, norm=LogNorm(LOG_FLOOR, 1.0),
-                                       interpolation="nearest", aspect="auto")
+                                       interpolation="nearest", aspect="auto", animated=True)
+        ax.title.set_animated(True)  # the query row
         ax.set_xlim(-0.5, T - 0.5)
         ax.set_ylim(n_heads - 0.5, -0.5)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_yticks(range(n_heads))
         ax.tick_params(axis="y", labelsize=7 if n_heads > 8 else 9)
-        self.weights_bar_ax.clear()
+        reset_colour_bar_axes(self.weights_bar_ax, WEIGHTS_BAR_RECT)
         self.figure.colorbar(self.weights_image, cax=self.weights_bar_ax, label="attention weight (log scale)",
                              extend="min")
         self.grid = (n_heads, T)
+        self.layout_key = None  # other Axes: a background drawn before shows another grid
+        self._kept_backgrounds.clear()
+        self.animated = [*self.bias_images, *self.row_lines, *(a.title for a in self.head_axes), self.weights_image,
+                         self.weights_ax.title]
 
     def render(self, settings: AlibiSettings, view: AlibiView | None) -> bytes:
         """Draw one view (empty panels when ``view`` is None) and return the figure as PNG bytes."""
@@ -209,12 +231,17 @@ class AlibiFigure(ExplorerFigure):
             image.set_data(finite[h])
             image.set_clim(min(lowest, -1e-12), 0.0)  # one range for every head: the steep ones reach far below 0
             line.set_ydata([s.row, s.row])
-            ax.set_title(f"head {h}" + (f", m = {view.slopes[h]:.3g}" if view is not None else ""), fontsize=8, pad=2)
+            ax.set_title(f"head {h}" + (f", m = {view.slopes[h]:.3g}" if view is not None else ""), fontsize=8, pad=2,
+                         y=TITLE_Y)
+        self.bias_scale.set_clim(min(lowest, -1e-12), 0.0)
         weights = np.full((s.n_heads, s.T), np.nan) if view is None else np.where(
             np.arange(s.T)[None, :] <= s.row, np.clip(view.weights, LOG_FLOOR, 1.0), np.nan)
         self.weights_image.set_data(weights)
-        self.weights_ax.set_title(f"weights of query {s.row} from the bias alone (q · k = 0)", fontsize=10)
-        return self.png()
+        self.weights_ax.set_title(f"weights of query {s.row} from the bias alone (q · k = 0)", fontsize=10,
+                                  y=TITLE_Y)
+        if self.layout_key != (s.n_heads, s.T, lowest):  # the bias colour bar shows the range
+            self.cache_background((s.n_heads, s.T, lowest))
+        return self.blit(self.animated)
 
 
 class AlibiExplorer(Explorer):

@@ -39,8 +39,8 @@ import numpy as np
 from matplotlib.colors import Normalize
 from matplotlib.patches import Patch
 
-from attention_lab.core.explorer import (Explorer, ExplorerError, ExplorerFigure, call_for_visual, check_settings,
-                                         control, latest, unless_grading)
+from attention_lab.core.explorer import (TITLE_Y, Explorer, ExplorerError, ExplorerFigure, call_for_visual,
+                                         check_settings, control, latest, unless_grading)
 from attention_lab.core.plots import CURVE_COLOURS, REFERENCE_COLOUR, SIGNED_COLORMAP
 
 # ---- RoPE's score pattern ---------------------------------------------------------------------------------------
@@ -283,7 +283,7 @@ class RopeFigure(ExplorerFigure):
         ax = self.heatmap_ax
         ax.set_xlabel("key position n")
         ax.set_ylabel("query position m")
-        ax.set_title(f"rope(q, m) · rope(k, n), T = {T}, shift s = {s.shift}", fontsize=10)
+        ax.set_title(f"rope(q, m) · rope(k, n), T = {T}, shift s = {s.shift}", fontsize=10, y=TITLE_Y)
 
         offsets = np.arange(-T, T + 1)
         ax = self.offset_ax
@@ -297,7 +297,8 @@ class RopeFigure(ExplorerFigure):
         ax.set_ylim(-1.05, 1.05)
         ax.set_xlabel("offset n − m (key position − query position)")
         ax.set_ylabel("score")
-        ax.set_title(f"by offset: RoPE's is not symmetric, the sinusoids' is (d_head = {s.d_head})", fontsize=10)
+        ax.set_title(f"by offset: RoPE's is not symmetric, the sinusoids' is (d_head = {s.d_head})", fontsize=10,
+                     y=TITLE_Y)
         ax.legend(loc="lower left", fontsize="small", framealpha=0.9)
 
         ax = self.pair_ax
@@ -312,7 +313,8 @@ class RopeFigure(ExplorerFigure):
         ax.set_xlim(-T, T)
         ax.set_xlabel("offset n − m")
         ax.set_ylabel(f"pair {s.pair}'s share of the score")
-        ax.set_title(f"pair {s.pair}: one turn every {2 * math.pi / theta:,.3g} positions", fontsize=10)
+        ax.set_title(f"pair {s.pair}: one turn every {2 * math.pi / theta:,.3g} positions", fontsize=10,
+                     y=TITLE_Y)
         return self.png()
 
 
