@@ -13,7 +13,7 @@ See DESIGN.md next to this file for the model, its conventions and what each cas
 * :func:`hidden_cases` — the hidden cases per step, on the committed weights where a step takes them,
   which the spec hands the grader, and ``REFERENCE``, the functions that give their expected results.
 
-Hidden generation cases are few and short (three, prompts of at most 5 tokens, 4 new tokens): each step is graded with
+Hidden generation cases are few and short (two, prompts of at most 5 tokens, 4 new tokens): each step is graded with
 stand-ins for the earlier functions it calls (:mod:`autograder.grader.stand_ins`), and a decoding chain needs
 one stand-in pass per call that depends on an earlier stand-in's answer (two per generated token, one per
 prompt token fed alone), which must stay within ``stand_ins.MAX_PASSES``; every greedy step keeps a top-2
@@ -451,12 +451,9 @@ PASSES = {
     "sample_rank_not_id": {"greedy"},
     "greedy_argmin": _SAMPLED,
     "generate_cache_not_kept": _WITHOUT_CACHE,
-    # fed again at positions after the cache, the block is still repeated: only the sampled case differs
-    "generate_feeds_everything": {"greedy from BOS and a block of 3 repeated once, with the cache",
-                                  "greedy from BOS and a block of 3 repeated once, without the cache"},
+    "generate_feeds_everything": _WITHOUT_CACHE,
     "generate_first_row": {"sampled at temperature 1.5 from BOS and two tokens, with the cache"},
-    "generate_same_uniform": {"greedy from BOS and a block of 3 repeated once, with the cache",
-                              "greedy from BOS and a block of 3 repeated once, without the cache"},
+    "generate_same_uniform": _WITHOUT_CACHE,
 }
 KNOWN_MISTAKES = {name: dataclasses.replace(mistake, passes=frozenset(PASSES.get(name, ())))
                   for name, mistake in KNOWN_MISTAKES.items()}
@@ -482,7 +479,6 @@ def _embedded(tokens) -> np.ndarray:
 #: Generation cases: (description, prompt, temperature, seed of the uniforms or None, use_cache). Few and short: a
 #: generation case is graded with stand-ins for model_forward and next_token, one pass per call of the chain.
 GENERATION = (
-    ("greedy from BOS and a block of 3 repeated once, with the cache", [0, 5, 9, 2, 5], None, None, True),
     ("greedy from BOS and a block of 3 repeated once, without the cache", [0, 5, 9, 2, 5], None, None, False),
     ("sampled at temperature 1.5 from BOS and two tokens, with the cache", [0, 2, 9], 1.5, 7, True),
 )
