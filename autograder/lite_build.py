@@ -75,6 +75,9 @@ STUDENT_PACKAGE = "attention-lab-student"
 REFERENCE_PACKAGE = "attention-lab-reference"
 REFERENCE_MODULES = ("__init__.py", "assignments/validation.py")
 REFERENCE_PER_ASSIGNMENT = ("__init__.py", "reference.py")
+# modules a reference imports beside it: assignment 9's reference runs its model (model.py: the weights' loader and
+# the forward pass, which the tiny-GPT explorer runs in the browser)
+REFERENCE_EXTRA = {"a09_tiny_gpt": ("model.py",)}
 # the wheel's autograder/assignments/__init__.py: the real one discovers the specs, which are grader, not reference
 REFERENCE_ASSIGNMENTS_INIT = '"""The course\'s reference implementations, one folder per assignment (no specs: not the grader)."""\n'
 # the kernel jupyterlite-pyodide-kernel registers (jupyter-lite.json's defaultKernelName)
@@ -174,7 +177,8 @@ def reference_wheel(out: Path) -> Path:
         sources = REPO / "autograder"
         modules = list(REFERENCE_MODULES) + [
             f"assignments/{spec.parent.name}/{name}"
-            for spec in sorted((sources / "assignments").glob("a*/spec.py")) for name in REFERENCE_PER_ASSIGNMENT]
+            for spec in sorted((sources / "assignments").glob("a*/spec.py"))
+            for name in REFERENCE_PER_ASSIGNMENT + REFERENCE_EXTRA.get(spec.parent.name, ())]
         for module in modules:
             (package / module).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(sources / module, package / module)

@@ -234,7 +234,8 @@ def test_every_module_the_sites_notebooks_import_is_in_the_browser(site):
     assert modules == {"autograder.__init__", "autograder.assignments.__init__", "autograder.assignments.validation"} | {
         f"autograder.assignments.{folder}.{name}" for folder in assignments.folders()
         if (REPO / "autograder" / "assignments" / folder / "spec.py").is_file()
-        for name in ("__init__", "reference")}  # no grader: no spec, no bank
+        for name in ("__init__", "reference", *(n[:-3] for n in lite_build.REFERENCE_EXTRA.get(folder, ())))
+    }  # no grader: no spec, no bank
     student_modules = {n[:-3].replace("/", ".") for n in zipfile.ZipFile(
         site / "static" / "pyodide" / packages["attention-lab-student"]["file_name"]).namelist() if n.endswith(".py")}
     for path in (site / "files").rglob("*.ipynb"):

@@ -17,6 +17,7 @@ Everything here runs in this process and is cheap (the committed weights, short 
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -170,3 +171,55 @@ def test_wrong_tokens_that_match_no_known_mistake_are_located():
         "test_generate"]
     assert feedback.score == 0 and feedback.named == []
     assert "The first wrong token is new token" in " ".join(feedback.text().split())
+
+
+# ---- values on the wire: a model's parameters (a dict) and a list of caches -----------------------------------
+
+def test_a_dict_of_arrays_and_a_list_of_caches_cross_the_wire_and_are_screened_as_the_probe_sends_them():
+    from attention_lab.core import values as wire
+    from autograder.grader.probe_output import Forged, _value
+
+    params = {"W_emb": np.arange(6.0).reshape(3, 2), "block0.b_1": np.zeros(4), "n": 3}
+    caches = [(np.ones((2, 3, 4)), np.zeros((2, 3, 4))), (np.full((2, 3, 4), 2.0), np.ones((2, 3, 4)))]
+    for value in (params, (np.ones((3, 5)), caches)):
+        encoded = json.loads(wire.dumps(wire.encode(value)))
+        assert _value(encoded) == encoded  # the grader's screening keeps what the genuine probe sends
+        back = wire.decode(encoded)
+        assert same_structure(back, value)
+    assert list(wire.decode(wire.encode(params))) == ["W_emb", "block0.b_1", "n"]  # the caller's key order
+    assert wire.encode({1: np.ones(2)}) == {"unsupported": "a builtins.dict"}  # only string keys
+    for forged in ({"dict": [["a"]]}, {"dict": {"a": 1}}, {"dict": [[1, 2]]}):
+        with pytest.raises(Forged):
+            _value(forged)
+
+
+def same_structure(a, b) -> bool:
+    if isinstance(b, dict):
+        return isinstance(a, dict) and list(a) == list(b) and all(same_structure(a[k], b[k]) for k in b)
+    if isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(same_structure(x, y) for x, y in zip(a, b))
+    if isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    return a == b
+
+
+def test_digests_and_sizes_are_computed_without_writing_json_and_tell_values_apart():
+    from attention_lab.core import values as wire
+
+    params, _ = model.load_weights()
+    encoded = wire.encode(params)
+    assert abs(wire.size(encoded) - len(wire.dumps(encoded))) <= 0.01 * len(wire.dumps(encoded))
+    assert probe.call_digest("f", [encoded], {}) == probe.call_digest("f", [wire.encode(dict(params))], {})
+    changed = dict(params, W_out=params["W_out"] + 1e-12)
+    assert probe.call_digest("f", [encoded], {}) != probe.call_digest("f", [wire.encode(changed)], {})
+    # kinds and lengths are part of what is hashed: these pairs would write the same bytes otherwise
+    assert wire.digest(["ab", "c"]) != wire.digest(["a", "bc"]) and wire.digest([1]) != wire.digest(["1"])
+    assert wire.digest({"a": [1, 2]}) != wire.digest([["a", [1, 2]]])
+
+
+def test_a_list_of_caches_of_the_wrong_length_is_described():
+    source = bank.SOLUTION["model_forward"].replace("return x @ params[\"W_out\"], new_caches",
+                                                    "return x @ params[\"W_out\"], new_caches[:1]")
+    feedback = grade_variant(A9, Variant("one cache", {"model_forward": source}, frozenset({"test_model_forward"})))[
+        "test_model_forward"]
+    assert feedback.score == 0 and "the caches should be a list of 2 values" in " ".join(feedback.text().split())

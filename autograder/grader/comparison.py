@@ -433,7 +433,7 @@ class Grader:
         if isinstance(result, Raised):
             return {"raises": {"type": result.type, "message": result.message[:300]}}
         encoded = wire.encode(result)
-        return None if len(wire.dumps(encoded)) > wire.MAX_BYTES // 16 else {"value": encoded}
+        return None if wire.size(encoded) > wire.MAX_BYTES // 16 else {"value": encoded}
 
     def passes(self, grade_id: str, index: int, record: Any) -> bool:
         """Whether the kernel's record of one case is right as it stands (no second pass needed)."""

@@ -4,7 +4,7 @@ See DESIGN.md next to this file for the model, its conventions and what each cas
 
 * ``SOLUTION`` — the source notebook's solution cells (grade_id → source; the grade_ids of the
   solution cells are the function names, the test cells are ``STEPS``); the first cell,
-  ``from_earlier_assignments``, holds what the learner pastes from assignments 1, 2 and 5.
+  ``from_earlier_assignments``, holds what the learner pastes from assignments 1 and 5.
 * ``CORRECT`` — differently written correct answers (cell replacements, :class:`Variant`), among them
   the way public code writes them (nanoGPT's fused projection and ``masked_fill``, GPT-2's ``gelu_new``,
   einsum, float32 LayerNorm and GELU).
@@ -13,7 +13,7 @@ See DESIGN.md next to this file for the model, its conventions and what each cas
 * :func:`hidden_cases` — the hidden cases per step, on the committed weights where a step takes them,
   which the spec hands the grader, and ``REFERENCE``, the functions that give their expected results.
 
-Hidden generation cases are short (prompts of at most 5 tokens, 5 new tokens): each step is graded with
+Hidden generation cases are few and short (two, prompts of at most 5 tokens, 4 new tokens): each step is graded with
 stand-ins for the earlier functions it calls (:mod:`autograder.grader.stand_ins`), and a decoding chain needs
 one stand-in pass per call that depends on an earlier stand-in's answer (two per generated token, one per
 prompt token fed alone), which must stay within ``stand_ins.MAX_PASSES``; every greedy step keeps a top-2
@@ -32,7 +32,6 @@ from autograder.grader.bank import Edit, Mistake, source_solution, variants
 from autograder.grader.spec import Case, Variant
 
 from autograder.assignments.a01_attention import reference as attention
-from autograder.assignments.a02_multi_head import reference as multi_head
 from autograder.assignments.a05_kv_cache import reference as kv_cache
 
 from . import model
@@ -40,7 +39,7 @@ from . import reference as ref
 
 #: Test cells in notebook order: grade_id → (what it grades, points).
 STEPS = {
-    "test_from_earlier_assignments": ("your functions from assignments 1, 2 and 5", 1),
+    "test_from_earlier_assignments": ("your functions from assignments 1 and 5", 1),
     "test_layer_norm": ("layer_norm: biased variance, ε inside the root", 1),
     "test_gelu": ("gelu: the tanh form", 1),
     "test_mlp": ("mlp: gelu(x W_1 + b_1) W_2 + b_2", 1),
@@ -58,8 +57,6 @@ REFERENCE = {
     "softmax": attention.softmax,
     "scaled_dot_product_attention": attention.scaled_dot_product_attention,
     "causal_mask": kv_cache.causal_mask,
-    "split_heads": multi_head.split_heads,
-    "merge_heads": multi_head.merge_heads,
     **ref.REFERENCE,
 }
 
@@ -257,6 +254,11 @@ KNOWN_MISTAKES = {
         "A blocked score of 0 still gets weight e⁰ = 1 after the softmax. Blocked scores must become −∞ (or a very "
         "large negative number) before the softmax, so that they get weight exactly 0 (assignment 1).",
         (Edit(_EA, "np.where(mask, scores, -np.inf)", "np.where(mask, scores, 0.0)"),)),
+    "no_max_subtraction": Mistake(
+        "softmax without subtracting the maximum", "test_from_earlier_assignments",
+        "exp overflows to inf for logits above about 709 (float64), and inf / inf is NaN. Softmax does not change "
+        "when the same number is subtracted from every logit: subtract the row's maximum (assignment 1).",
+        (Edit(_EA, "e = np.exp(x - np.max(x, axis=axis, keepdims=True))", "e = np.exp(x)"),)),
     "earlier_mask_top_left": Mistake(
         "causal mask aligned top-left (j ≤ i) instead of bottom-right", "test_from_earlier_assignments",
         "With fewer queries than keys the queries are the last T_q positions: query i sits at position "
@@ -335,7 +337,7 @@ KNOWN_MISTAKES = {
         "the merged heads returned without the output projection W_o", "test_causal_attention",
         "As in assignment 2, the merged heads (T, n_heads · d_head) are multiplied by W_o (Vaswani et al. 2017, "
         "§3.2.2).",
-        (Edit(_CA, "return merge_heads(heads) @ W_o, (K, V)", "return merge_heads(heads), (K, V)"),)),
+        (Edit(_CA, "reshape(T_new, d_model) @ W_o, (K, V)", "reshape(T_new, d_model), (K, V)"),)),
 
     # ---- decoder_block
     "block_post_ln": Mistake(
@@ -427,13 +429,13 @@ KNOWN_MISTAKES = {
 
 #: The hidden cases of its own step on which each mistake's output is right (the case does not involve what it gets
 #: wrong): exactly where it keeps points (tests/test_tiny_gpt_assignment.py checks both ways).
-_EARLIER_OTHERS = {"softmax of logits as large as 1e4", "causal mask, square, T_k omitted (T = 4)",
-                   "split_heads, 4 tokens into 2 heads", "merge_heads, 2 heads of 4 tokens"}
-_WITHOUT_CACHE = {"greedy from BOS and a block of 3 repeated once, without the cache",
-                  "sampled at temperature 1.0 from BOS and two tokens, without the cache"}
+_EARLIER_OTHERS = {"softmax of logits as large as 1e4", "causal mask, square, T_k omitted (T = 4)"}
+_WITHOUT_CACHE = {"greedy from BOS and a block of 3 repeated once, without the cache"}
 _SAMPLED = {"temperature 0.5, u = 0.95", "temperature 0.8, u = 0.3", "temperature 2.0, u = 0.4"}
 PASSES = {
     "mask_with_zero": _EARLIER_OTHERS | {"causal mask, 3 queries over 7 keys"},
+    "no_max_subtraction": {"attention, 2 heads, 3 queries over 5 keys with the causal mask",
+                           "causal mask, 3 queries over 7 keys", "causal mask, square, T_k omitted (T = 4)"},
     "earlier_mask_top_left": _EARLIER_OTHERS | {"attention, 2 heads, 3 queries over 5 keys with the causal mask"},
     "ln_eps_outside_root": {"5 rows of 6 features, gain and bias",
                             "3 rows of 4 features (the unbiased variance differs by 4/3)"},
@@ -450,12 +452,8 @@ PASSES = {
     "greedy_argmin": _SAMPLED,
     "generate_cache_not_kept": _WITHOUT_CACHE,
     "generate_feeds_everything": _WITHOUT_CACHE,
-    # the prompt's first and last rows pick the same token here
-    "generate_first_row": {"greedy from BOS and two tokens (the model invents a block), with the cache",
-                           "sampled at temperature 1.5 from BOS and two tokens, with the cache"},
-    "generate_same_uniform": {"greedy from BOS and a block of 3 repeated once, with the cache",
-                              "greedy from BOS and a block of 3 repeated once, without the cache",
-                              "greedy from BOS and two tokens (the model invents a block), with the cache"},
+    "generate_first_row": {"sampled at temperature 1.5 from BOS and two tokens, with the cache"},
+    "generate_same_uniform": _WITHOUT_CACHE,
 }
 KNOWN_MISTAKES = {name: dataclasses.replace(mistake, passes=frozenset(PASSES.get(name, ())))
                   for name, mistake in KNOWN_MISTAKES.items()}
@@ -478,15 +476,13 @@ def _embedded(tokens) -> np.ndarray:
     return params["W_emb"][tokens] + params["W_pos"][:tokens.size]
 
 
-#: Generation cases: (description, prompt, temperature, seed of the uniforms or None, use_cache).
+#: Generation cases: (description, prompt, temperature, seed of the uniforms or None, use_cache). Few and short: a
+#: generation case is graded with stand-ins for model_forward and next_token, one pass per call of the chain.
 GENERATION = (
-    ("greedy from BOS and a block of 3 repeated once, with the cache", [0, 5, 9, 2, 5], None, None, True),
     ("greedy from BOS and a block of 3 repeated once, without the cache", [0, 5, 9, 2, 5], None, None, False),
-    ("greedy from BOS and two tokens (the model invents a block), with the cache", [0, 6, 17], None, None, True),
     ("sampled at temperature 1.5 from BOS and two tokens, with the cache", [0, 2, 9], 1.5, 7, True),
-    ("sampled at temperature 1.0 from BOS and two tokens, without the cache", [0, 6, 17], 1.0, 6, False),
 )
-N_NEW = 5  #: new tokens per generation case
+N_NEW = 4  #: new tokens per generation case
 
 
 def _earlier_cases():
@@ -501,9 +497,6 @@ def _earlier_cases():
         Case("causal mask, 3 queries over 7 keys", "causal_mask", (3, 7), outputs=("the mask",)),
         # weight 0: graded in assignment 5; here it shows the function is there
         Case("causal mask, square, T_k omitted (T = 4)", "causal_mask", (4,), outputs=("the mask",), weight=0),
-        Case("split_heads, 4 tokens into 2 heads", "split_heads", (rng.normal(size=(4, 6)), 2), outputs=("the heads",)),
-        Case("merge_heads, 2 heads of 4 tokens", "merge_heads", (rng.normal(size=(2, 4, 3)),),
-             outputs=("the merged rows",)),
     ]
 
 
@@ -552,11 +545,12 @@ def _attention_cases():
 def _block_cases():
     params = committed_parameters()
     x = _embedded([0, 7, 3, 15, 1, 7, 3, 15, 1, 7])
-    _, past = ref.decoder_block(x[:6], params, 1, 2)
+    block = {name: array for name, array in params.items() if name.startswith("block1.")}  # all the block reads
+    _, past = ref.decoder_block(x[:6], block, 1, 2)
     tol = dict(outputs=("the output", "the cache"), rtol=1e-5, atol=1e-5)
     return [
-        Case("block 1 on 10 real tokens", "decoder_block", (x, params, 1, 2), **tol),
-        Case("block 1, four new tokens over a cache of 6", "decoder_block", (x[6:], params, 1, 2), {"cache": past},
+        Case("block 1 on 10 real tokens", "decoder_block", (x, block, 1, 2), **tol),
+        Case("block 1, four new tokens over a cache of 6", "decoder_block", (x[6:], block, 1, 2), {"cache": past},
              **tol),
     ]
 

@@ -126,7 +126,7 @@ def decoder_block(x, params, layer, n_heads, eps=1e-5, cache=None):
     ----------
     x : array_like, shape (T_new, d_model), float
     params : mapping of str to numpy.ndarray
-        The block's arrays are ``f"block{layer}.ln1.gain"`` … ``f"block{layer}.b_2"``.
+        The block's arrays are ``f"block{layer}.ln1.gain"`` … ``f"block{layer}.b_2"`` (the only ones read).
     layer : int
     n_heads : int
     eps : float
@@ -138,7 +138,10 @@ def decoder_block(x, params, layer, n_heads, eps=1e-5, cache=None):
     x : numpy.ndarray, shape (T_new, d_model), float64
     cache : tuple of two numpy.ndarray, shape (n_heads, T_past + T_new, d_head)
     """
-    config = model_config(params, {"n_heads": n_heads, "n_layers": _n_layers(params), "ln_eps": eps})
+    p = f"block{layer}."
+    # only the block's own arrays are read: its sizes come from them (a case may pass just this block's arrays)
+    config = model.Config(d_model=params[p + "W_q"].shape[0], n_heads=int(n_heads), n_layers=int(layer) + 1,
+                          d_mlp=params[p + "W_1"].shape[1], ln_eps=float(eps))
     out, _, grown = model.decoder_block(np.asarray(x, dtype=float), params, layer, config, _cache(cache))
     return out, (grown.K, grown.V)
 

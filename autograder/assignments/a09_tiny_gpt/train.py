@@ -23,7 +23,10 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: threads only contend (see the Makefile)
+from attention_lab.core import KERNEL_ENVIRONMENT  # noqa: E402 — before NumPy: BLAS reads it when it loads
+
+for _name, _value in KERNEL_ENVIRONMENT.items():  # OPENBLAS_NUM_THREADS=1: small matrices, threads only contend
+    os.environ.setdefault(_name, _value)
 
 import numpy as np  # noqa: E402
 
