@@ -88,7 +88,6 @@ MODULE_SECONDS: dict[str, float] = {
     "test_colour_contrast": 32.8,
     "test_mistake_edits": 32.0,
     "test_student_edition_browser": 31.9,
-    "test_tiny_gpt_bank": 30.9,
     "test_class_report": 27.8,
     "test_cohorts": 27.4,
     "test_release": 25.2,
