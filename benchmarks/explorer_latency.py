@@ -21,6 +21,7 @@ Run: ``.venv/bin/python benchmarks/explorer_latency.py [--baseline REV] [--naive
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import platform
@@ -158,21 +159,34 @@ LATENCY_PROBE_JS = """img => {
 }"""
 
 
-def browser_side(presses: int) -> list[dict]:
+@contextlib.contextmanager
+def explorer_page(notebook: str):
+    """JupyterLab on a copy of the course, the notebook ``notebook`` (a path under the repository) run in Debian's
+    Chromium through Playwright, its first explorer image drawn: yields ``(page, image)``; closes all on exit."""
     sys.path.insert(0, str(REPO / "tests"))
-    from browser_support import (HASH_JS, course_copy, lab_server, launch, run_all, slider, slider_handle,
-                                 wait_new_pixels)
+    from browser_support import HASH_JS, course_copy, lab_server, launch, run_all
     from playwright.sync_api import sync_playwright
 
-    results = []
     root = course_copy(REPO, Path(tempfile.mkdtemp(prefix="attention-lab-bench-")) / "course")
     with lab_server(root, root / "jupyterlab.log") as base, sync_playwright() as playwright:
         browser = launch(playwright)
-        page = browser.new_page(viewport={"width": 1500, "height": 1100})
-        page.goto(f"{base}/lab/tree/notebooks/01_attention_explorer.ipynb?reset")
-        run_all(page)
-        image = page.locator("img.widget-image").first
-        page.wait_for_function(f"el => ({HASH_JS})(el) !== -1", arg=image.element_handle(), timeout=60_000)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 1100})
+            page.goto(f"{base}/lab/tree/{notebook}?reset")
+            run_all(page)
+            image = page.locator("img.widget-image").first
+            page.wait_for_function(f"el => ({HASH_JS})(el) !== -1", arg=image.element_handle(), timeout=60_000)
+            yield page, image
+        finally:
+            browser.close()
+
+
+def browser_side(presses: int) -> list[dict]:
+    sys.path.insert(0, str(REPO / "tests"))
+    from browser_support import HASH_JS, slider, slider_handle, wait_new_pixels
+
+    results = []
+    with explorer_page("notebooks/01_attention_explorer.ipynb") as (page, image):
         summary = page.locator(".widget-html-content", has_text="largest weight").first
         for T in (64, 256, 512):
             readout = slider(page, "T").locator(".widget-readout")
@@ -196,7 +210,6 @@ def browser_side(presses: int) -> list[dict]:
             results.append(dict(T=T, median=1000 * statistics.median(times), low=1000 * min(times),
                                 high=1000 * max(times), n=presses))
             print(f"browser T={T}: median {results[-1]['median']:.0f} ms over {presses} key presses", flush=True)
-        browser.close()
     return results
 
 

@@ -33,7 +33,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from datetime import date
 from pathlib import Path
@@ -141,19 +140,11 @@ def kernel_side() -> tuple[list[dict], dict]:
 def browser_side(presses: int) -> list[dict]:
     """Key press → new pixels in Chromium, per slider: ``{"control", "median", "low", "high", "n"}`` in ms."""
     sys.path[:0] = [str(REPO / "tests"), str(HERE)]
-    from browser_support import HASH_JS, course_copy, lab_server, launch, run_all, slider_handle
-    from explorer_latency import LATENCY_PROBE_JS
-    from playwright.sync_api import sync_playwright
+    from browser_support import slider_handle
+    from explorer_latency import LATENCY_PROBE_JS, explorer_page
 
     results = []
-    root = course_copy(REPO, Path(tempfile.mkdtemp(prefix="attention-lab-bench-")) / "course")
-    with lab_server(root, root / "jupyterlab.log") as base, sync_playwright() as playwright:
-        browser = launch(playwright)
-        page = browser.new_page(viewport={"width": 1500, "height": 1100})
-        page.goto(f"{base}/lab/tree/{NOTEBOOK}?reset")
-        run_all(page)
-        image = page.locator("img.widget-image").first
-        page.wait_for_function(f"el => ({HASH_JS})(el) !== -1", arg=image.element_handle(), timeout=60_000)
+    with explorer_page(NOTEBOOK) as (page, image):
         page.evaluate(LATENCY_PROBE_JS, image.element_handle())
         for label in ("seed", "block length L"):
             handle = slider_handle(page, label)
@@ -167,7 +158,6 @@ def browser_side(presses: int) -> list[dict]:
             results.append(dict(control=label, median=statistics.median(times), low=min(times), high=max(times),
                                 n=presses))
             print(f"browser {label}: median {results[-1]['median']:.0f} ms over {presses} key presses", flush=True)
-        browser.close()
     return results
 
 

@@ -105,7 +105,7 @@ def new_gradebook(target: Path, course_id: str = COURSE_ID) -> Path:
     Returns
     -------
     Path
-        ``target``.
+        ``target``, now an empty gradebook of ``course_id``.
 
     Raises
     ------
