@@ -133,3 +133,34 @@ def test_every_graded_assignment_s_example_class_file_ships_with_the_package():
     for name in assignments.all_assignments():
         path = package / "assignments" / assignments.folder_of(name) / "example_students.toml"
         assert path in shipped, f"{path} is not in pyproject.toml's package data"
+
+
+def test_an_assignment_in_its_folder_reads_its_questions_and_example_class_from_the_files_beside_its_spec(tmp_path):
+    """``Assignment.in_folder`` = the questions of ``questions.toml`` and the students of ``example_students.toml``
+    (naming bank answers and the questions' answers), then ``more_students``; a malformed file is refused."""
+    import shutil
+    from pathlib import Path
+
+    from autograder.grader.questions import Questions
+    from autograder.grader.spec import Assignment, ExampleStudentsFileError, Variant, example_students
+
+    spec = importlib.import_module("autograder.assignments.a02_multi_head.spec")
+    folder = Path(spec.__file__).parent
+    fields = dict(name=spec.NAME, notebook="multi_head_attention.ipynb", steps=spec.STEPS, correct=spec.CORRECT,
+                  mistakes=spec.MISTAKES, reference=spec.ASSIGNMENT.reference)
+    questions = Questions.load(folder / "questions.toml")
+    by_hand = Assignment(questions=questions, **fields)
+    by_hand = dataclasses.replace(by_hand, example_students=example_students(
+        folder / "example_students.toml", {**spec.CORRECT, **spec.MISTAKES, **questions.correct, **questions.mistakes}))
+    extra = Variant("written for this test", dict(spec.CORRECT[next(iter(spec.CORRECT))].cells))
+    read = Assignment.in_folder(folder, more_students={"zed-extra": extra}, **fields)
+    assert _outline(read) == _outline(by_hand) and len(read.questions) >= 2
+    assert list(read.example_students) == [*by_hand.example_students, "zed-extra"]
+    assert read.example_students["zed-extra"] is extra
+    assert all(read.example_students[k].cells == v.cells for k, v in by_hand.example_students.items())
+    assert _outline(read) == _outline(spec.ASSIGNMENT)  # what the spec itself builds with it
+    copy = tmp_path / "a02"
+    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "example_students.toml").write_text('[ann]\nanswers = ["no_such_answer"]\n', encoding="utf-8")
+    with pytest.raises(ExampleStudentsFileError, match="no_such_answer"):
+        Assignment.in_folder(copy, **fields)

@@ -21,6 +21,7 @@ full marks, every ``mistake`` must lose points on exactly the steps in its
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,6 +243,39 @@ class Assignment:
         object.__setattr__(self, "correct", correct)
         object.__setattr__(self, "mistakes", mistakes)
         object.__setattr__(self, "questions", tuple(step.question for step in steps if step.question is not None))
+
+    @classmethod
+    def in_folder(cls, folder: Path | str, *, more_students: Mapping[str, Variant] | None = None,
+                  **fields: Any) -> "Assignment":
+        """The assignment whose spec lives in ``folder``, with the data files beside it.
+
+        Its questions are read from ``folder/questions.toml`` (:meth:`autograder.grader.questions.Questions.load`)
+        and its example class from ``folder/example_students.toml`` (:func:`example_students`, naming any answer
+        of the bank or of the questions), followed by ``more_students`` (students with cells of their own).
+
+        Parameters
+        ----------
+        folder : Path or str
+            The assignment's folder (``autograder/assignments/aNN_name/``).
+        more_students : mapping of str to Variant, optional
+            Example students written in the spec, graded after those of the file.
+        **fields
+            The other attributes (``name``, ``notebook``, ``reference``, ``steps``, ``correct``, ``mistakes``,
+            ``worked_cases``).
+
+        Raises
+        ------
+        autograder.grader.questions.QuestionsFileError, ExampleStudentsFileError
+            If a data file is malformed (one line naming the file and the entry).
+        ValueError
+            As :class:`Assignment`.
+        """
+        from autograder.grader.questions import Questions  # that module builds on this one
+
+        folder = Path(folder)
+        assignment = cls(questions=Questions.load(folder / "questions.toml"), **fields)
+        students = example_students(folder / "example_students.toml", {**assignment.correct, **assignment.mistakes})
+        return dataclasses.replace(assignment, example_students={**students, **(more_students or {})})
 
     @property
     def function_mistakes(self) -> dict[str, Variant]:

@@ -18,8 +18,7 @@ import numpy as np
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a02_multi_head import reference as multi_head
 from autograder.grader.diagnosis import scale_ratio
-from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Steps, example_students, functions
+from autograder.grader.spec import Assignment, Case, Steps, functions
 from autograder.assignments.a02_multi_head.bank import CORRECT, MISTAKES
 
 NAME = "02_multi_head_attention"
@@ -266,17 +265,8 @@ def _worked_cases():
     )
 
 
-# ---- questions that check understanding (autograder/grader/questions.py; README, "Adding a question") ------
-
-QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
-
-
-ASSIGNMENT = Assignment(
-    name=NAME, notebook="multi_head_attention.ipynb", steps=STEPS, questions=QUESTIONS,
-    correct=CORRECT, mistakes=MISTAKES,
+ASSIGNMENT = Assignment.in_folder(  # with questions.toml and example_students.toml
+    Path(__file__).parent, name=NAME, notebook="multi_head_attention.ipynb", steps=STEPS,
+    correct=CORRECT, mistakes=MISTAKES, worked_cases=_worked_cases(),
     reference={**functions(reference, "softmax scaled_dot_product_attention attention_entropy"),
-               **functions(multi_head, "split_heads merge_heads multi_head_attention")},
-    worked_cases=_worked_cases(),
-    example_students=example_students(Path(__file__).with_name("example_students.toml"),
-                                      {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
-)
+               **functions(multi_head, "split_heads merge_heads multi_head_attention")})

@@ -17,8 +17,7 @@ import numpy as np
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a03_positional import reference as positional
 from autograder.grader.diagnosis import scale_ratio
-from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Steps, example_students, functions
+from autograder.grader.spec import Assignment, Case, Steps, functions
 from autograder.assignments.a03_positional.bank import CORRECT, MISTAKES
 
 NAME = "03_positional_encoding"
@@ -315,18 +314,9 @@ def _worked_cases():
     )
 
 
-# ---- questions that check understanding (autograder/grader/questions.py; README, "Adding a question") ------
-
-QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
-
-
-ASSIGNMENT = Assignment(
-    name=NAME, notebook="positional_encoding.ipynb", steps=STEPS, questions=QUESTIONS,
-    correct=CORRECT, mistakes=MISTAKES,
+ASSIGNMENT = Assignment.in_folder(  # with questions.toml and example_students.toml
+    Path(__file__).parent, name=NAME, notebook="positional_encoding.ipynb", steps=STEPS,
+    correct=CORRECT, mistakes=MISTAKES, worked_cases=_worked_cases(),
     reference={**functions(positional, "sinusoidal_positional_encoding dot_product_by_offset offset_rotation"),
                **functions(reference, "softmax scaled_dot_product_attention"),
-               **functions(positional, "self_attention add_positions permutation_gap")},
-    worked_cases=_worked_cases(),
-    example_students=example_students(Path(__file__).with_name("example_students.toml"),
-                                      {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
-)
+               **functions(positional, "self_attention add_positions permutation_gap")})

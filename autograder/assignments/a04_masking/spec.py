@@ -22,8 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from autograder.assignments.a04_masking import reference as ref
-from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Steps, example_students, functions
+from autograder.grader.spec import Assignment, Case, Steps, functions
 from autograder.assignments.a04_masking.bank import CORRECT, MISTAKES
 
 NAME = "04_masks_and_stability"
@@ -277,16 +276,7 @@ def _worked_cases():
     )
 
 
-# ---- questions that check understanding (autograder/grader/questions.py; README, "Adding a question") ------
-
-QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
-
-
-ASSIGNMENT = Assignment(
-    name=NAME, notebook="masks_and_stability.ipynb", steps=STEPS, questions=QUESTIONS,
-    correct=CORRECT, mistakes=MISTAKES,
-    reference=functions(ref, "padding_mask causal_padding_mask masked_softmax masked_attention"),
-    worked_cases=_worked_cases(),
-    example_students=example_students(Path(__file__).with_name("example_students.toml"),
-                                      {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
-)
+ASSIGNMENT = Assignment.in_folder(  # with questions.toml and example_students.toml
+    Path(__file__).parent, name=NAME, notebook="masks_and_stability.ipynb", steps=STEPS,
+    correct=CORRECT, mistakes=MISTAKES, worked_cases=_worked_cases(),
+    reference=functions(ref, "padding_mask causal_padding_mask masked_softmax masked_attention"))

@@ -19,8 +19,7 @@ import numpy as np
 
 from autograder.assignments.a01_attention import reference
 from autograder.assignments.a05_kv_cache import reference as kv
-from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Steps, Variant, example_students, functions
+from autograder.grader.spec import Assignment, Case, Steps, Variant, functions
 from autograder.assignments.a05_kv_cache.bank import CORRECT, MISTAKES
 
 NAME = "05_kv_cache"
@@ -298,22 +297,13 @@ def _worked_cases():
     )
 
 
-# ---- questions that check understanding (autograder/grader/questions.py; README, "Adding a question") ------
-
-QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
-
-
-ASSIGNMENT = Assignment(
-    name=NAME, notebook="kv_cache.ipynb", steps=STEPS, questions=QUESTIONS,
-    correct=CORRECT, mistakes=MISTAKES,
+ASSIGNMENT = Assignment.in_folder(  # with questions.toml and example_students.toml
+    Path(__file__).parent, name=NAME, notebook="kv_cache.ipynb", steps=STEPS,
+    correct=CORRECT, mistakes=MISTAKES, worked_cases=_worked_cases(),
     reference={**functions(reference, "softmax scaled_dot_product_attention"),
                **functions(kv, "causal_mask attend_with_cache"), "decode_incrementally": _full_causal_attention,
                **functions(kv, "attention_cost_per_token")},
-    worked_cases=_worked_cases(),
-    example_students={**example_students(Path(__file__).with_name("example_students.toml"),
-                                         {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
-        "bea-vstack-and-loops": Variant(
-            "correct, written differently: index-comparison mask, np.vstack, a cost summed in a loop",
-            {**CORRECT["vstack_and_index_mask"].cells,
-             "attention_cost_per_token": CORRECT["loops"].cells["attention_cost_per_token"]})},
-)
+    more_students={"bea-vstack-and-loops": Variant(
+        "correct, written differently: index-comparison mask, np.vstack, a cost summed in a loop",
+        {**CORRECT["vstack_and_index_mask"].cells,
+         "attention_cost_per_token": CORRECT["loops"].cells["attention_cost_per_token"]})})

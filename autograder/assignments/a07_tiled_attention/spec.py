@@ -23,8 +23,7 @@ import numpy as np
 
 from autograder.assignments.a07_tiled_attention import bank
 from autograder.assignments.a07_tiled_attention import reference as ref
-from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Step, example_students
+from autograder.grader.spec import Assignment, Case, Step
 
 NAME = "07_tiled_attention"
 SAME = dict(rtol=0.0, atol=1e-12)
@@ -125,17 +124,8 @@ def _worked_cases():
     )
 
 
-# ---- questions that check understanding (autograder/grader/questions.py; README "Adding a question") ---------
-
-QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
-
-
-ASSIGNMENT = Assignment(
-    name=NAME,
-    notebook="tiled_attention.ipynb", steps=STEPS, questions=QUESTIONS, correct=CORRECT, mistakes=MISTAKES,
+ASSIGNMENT = Assignment.in_folder(  # with questions.toml and example_students.toml
+    Path(__file__).parent, name=NAME, notebook="tiled_attention.ipynb", steps=STEPS,
+    correct=CORRECT, mistakes=MISTAKES, worked_cases=_worked_cases(),
     reference={"online_softmax": ref.online_softmax, "tile_schedule": ref.tile_schedule,
-               "tiled_attention": ref.tiled_attention},
-    worked_cases=_worked_cases(),
-    example_students=example_students(Path(__file__).with_name("example_students.toml"),
-                                      {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
-)
+               "tiled_attention": ref.tiled_attention})

@@ -16,9 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from autograder.assignments.a08_modern_attention import bank
-from autograder.assignments.a08_modern_attention import reference as ref
-from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Step, example_students
+from autograder.grader.spec import Assignment, Case, Step
 
 NAME = "08_modern_attention"
 SAME = dict(rtol=0.0, atol=1e-12)
@@ -253,16 +251,6 @@ def _worked_cases():
     )
 
 
-# ---- questions that check understanding (autograder/grader/questions.py; README "Adding a question") ---------
-
-QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
-
-
-ASSIGNMENT = Assignment(
-    name=NAME,
-    notebook="modern_attention.ipynb", steps=STEPS, questions=QUESTIONS, correct=CORRECT, mistakes=MISTAKES,
-    reference=dict(bank.REFERENCE),
-    worked_cases=_worked_cases(),
-    example_students=example_students(Path(__file__).with_name("example_students.toml"),
-                                      {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
-)
+ASSIGNMENT = Assignment.in_folder(  # with questions.toml and example_students.toml
+    Path(__file__).parent, name=NAME, notebook="modern_attention.ipynb", steps=STEPS,
+    correct=CORRECT, mistakes=MISTAKES, worked_cases=_worked_cases(), reference=dict(bank.REFERENCE))
