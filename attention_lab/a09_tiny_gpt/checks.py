@@ -333,3 +333,66 @@ def check_generate(generate: Callable, params: Mapping[str, np.ndarray], config:
         fail("sampled from [0, 7] with 8 different uniform numbers and with the first one 8 times, generate gives the "
              f"same tokens {np.asarray(repeated).tolist()}: step k must draw with uniforms[k]")
     ok("the trained model continues a block; the same tokens with and without the cache, greedy and sampled")
+
+
+# ---------------------------------------------------------------- the visible parts of the autograder cells
+def expect_first_output_shape(function: Callable, shape: tuple, *args, **kwargs) -> None:
+    """Visible part of an autograder cell: ``function`` returns a pair whose first item is an array of ``shape``.
+
+    For the functions that return (output, cache): ``causal_attention``, ``decoder_block``, ``model_forward``. As
+    :func:`attention_lab.a01_attention.checks.expect_shapes`, a failure that comes from another of the learner's
+    course functions does not fail this check (each step is graded on its own), an unanswered function does.
+
+    Parameters
+    ----------
+    function : callable
+        The learner's function.
+    shape : tuple of int
+        The shape of the first returned item.
+    *args, **kwargs
+        Passed to ``function``.
+
+    Raises
+    ------
+    SelfCheckFailed
+        If the function raised in its own code, or did not return a pair whose first item has ``shape``.
+    """
+    __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    from attention_lab.a01_attention.checks import NOT_CHECKED, call_for_visible_part
+
+    name = getattr(function, "__name__", "the function")
+    result = call_for_visible_part(function, *args, **kwargs)
+    if result is NOT_CHECKED:
+        return
+    first, _ = _pair(name, result)
+    if not isinstance(first, np.ndarray) or first.shape != shape:
+        got = f"shape {first.shape}" if isinstance(first, np.ndarray) else type(first).__name__
+        fail(f"the first value {name} returns should be an array of shape {shape}; got {got}")
+
+
+def expect_tokens(function: Callable, length: int, *args, **kwargs) -> None:
+    """Visible part of ``generate``'s autograder cell: an integer array of ``length`` tokens (see above).
+
+    Parameters
+    ----------
+    function : callable
+        The learner's ``generate``.
+    length : int
+        len(prompt) + n_new.
+    *args, **kwargs
+        Passed to ``function``.
+
+    Raises
+    ------
+    SelfCheckFailed
+        If the function raised in its own code, or did not return an integer NumPy array of ``length`` tokens.
+    """
+    __tracebackhide__ = True
+    from attention_lab.a01_attention.checks import NOT_CHECKED, call_for_visible_part
+
+    result = call_for_visible_part(function, *args, **kwargs)
+    if result is NOT_CHECKED:
+        return
+    if not isinstance(result, np.ndarray) or result.shape != (length,) or result.dtype.kind not in "iu":
+        fail(f"{getattr(function, '__name__', 'generate')} should return an integer NumPy array of {length} tokens; "
+             f"it returned {result!r}"[:300])
