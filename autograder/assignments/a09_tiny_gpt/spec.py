@@ -18,8 +18,7 @@ import numpy as np
 
 from autograder.assignments.a09_tiny_gpt import bank
 from autograder.assignments.a09_tiny_gpt import reference as ref
-from autograder.grader.questions import Questions
-from autograder.grader.spec import Assignment, Case, Step, example_students
+from autograder.grader.spec import Assignment, Case, Step
 
 NAME = "09_tiny_gpt"
 
@@ -178,16 +177,6 @@ def _worked_cases():
     )
 
 
-# ---- questions that check understanding (autograder/grader/questions.py; README "Adding a question") ---------
-
-QUESTIONS = Questions.load(Path(__file__).with_name("questions.toml"))
-
-
-ASSIGNMENT = Assignment(
-    name=NAME,
-    notebook="tiny_gpt.ipynb", steps=STEPS, questions=QUESTIONS, correct=CORRECT, mistakes=MISTAKES,
-    reference=dict(bank.REFERENCE),
-    worked_cases=_worked_cases(),
-    example_students=example_students(Path(__file__).with_name("example_students.toml"),
-                                      {**CORRECT, **MISTAKES, **QUESTIONS.correct, **QUESTIONS.mistakes}),
-)
+ASSIGNMENT = Assignment.in_folder(  # with questions.toml and example_students.toml
+    Path(__file__).parent, name=NAME, notebook="tiny_gpt.ipynb", steps=STEPS,
+    correct=CORRECT, mistakes=MISTAKES, worked_cases=_worked_cases(), reference=dict(bank.REFERENCE))
