@@ -107,17 +107,7 @@ def check_from_earlier_assignments(softmax: Callable, scaled_dot_product_attenti
                            ("causal_mask", causal_mask), ("split_heads", split_heads), ("merge_heads", merge_heads)):
         check_worked_cases(ASSIGNMENT, name, function)
     rng = np.random.default_rng(80)
-    Q, K, V = rng.normal(size=(2, 2, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 3))
-    mask = call(causal_mask, 2, 5)
-    if not isinstance(mask, np.ndarray) or mask.shape != (2, 5) or not np.array_equal(
-            mask, np.arange(5)[None, :] <= np.arange(2)[:, None] + 3):
-        fail("causal_mask(2, 5) should be [[T, T, T, T, F], [T, T, T, T, T]]: 2 queries at positions 3 and 4")
-    output, weights = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, Q, K, V, mask=mask))
-    _array("the output for a batch of 2, 2 queries over 5 keys", output, (2, 2, 3))
-    weights = _array("the weights for a batch of 2, 2 queries over 5 keys", weights, (2, 2, 5))
-    if weights[:, 0, 4].any() or not np.allclose(weights.sum(axis=-1), 1.0):
-        fail("with a (2, 5) mask and a batch of 2, every row of weights should sum to 1 and the blocked key 4 of "
-             "query 0 should get weight exactly 0")
+    check_batched_causal_attention(scaled_dot_product_attention, causal_mask, rng, "a batch of 2")
     X = rng.normal(size=(3, 6))
     for n_heads in (2, 3):
         heads = _array(f"split_heads(X (3, 6), {n_heads})", call(split_heads, X, n_heads), (n_heads, 3, 6 // n_heads))
@@ -126,6 +116,44 @@ def check_from_earlier_assignments(softmax: Callable, scaled_dot_product_attenti
         if not np.array_equal(call(merge_heads, heads), X):
             fail(f"merge_heads(split_heads(X, {n_heads})) should give X back")
     ok("a batch with a (T_q, T_k) mask, the bottom-right causal mask and the head split round trip")
+
+
+def check_batched_causal_attention(scaled_dot_product_attention: Callable, causal_mask: Callable,
+                                   rng: np.random.Generator, batch: str) -> None:
+    """The earlier assignments' attention on two stacked problems with the bottom-right causal mask of 2 queries.
+
+    Draws Q (2, 2, 4), K (2, 5, 4), V (2, 5, 3) float64 from ``rng`` and checks ``causal_mask(2, 5)`` (queries
+    at positions 3 and 4 of 5: only key 4 of query 0 is blocked), then ``scaled_dot_product_attention(Q, K, V,
+    mask=mask)`` → (output (2, 2, 3), weights (2, 2, 5)): finite, rows of weights summing to 1, the blocked weight
+    exactly 0 (Vaswani et al. 2017, eq. 1, with assignment 5's mask). Assignments 8 and 9 run it on the functions
+    they paste.
+
+    Parameters
+    ----------
+    scaled_dot_product_attention, causal_mask : callable
+        The learner's (or the course's) functions from assignments 1 and 5.
+    rng : numpy.random.Generator
+        Where the inputs come from (the caller's seed keeps its worked numbers).
+    batch : str
+        What the leading axis is, in the messages ("a batch of 2", "2 heads").
+
+    Raises
+    ------
+    SelfCheckFailed
+        At the first property that does not hold, naming it.
+    """
+    __tracebackhide__ = True
+    Q, K, V = rng.normal(size=(2, 2, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 3))
+    mask = call(causal_mask, 2, 5)
+    if not isinstance(mask, np.ndarray) or mask.shape != (2, 5) or not np.array_equal(
+            mask, np.arange(5)[None, :] <= np.arange(2)[:, None] + 3):
+        fail("causal_mask(2, 5) should be [[T, T, T, T, F], [T, T, T, T, T]]: 2 queries at positions 3 and 4")
+    output, weights = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, Q, K, V, mask=mask))
+    _array(f"the output for {batch}, 2 queries over 5 keys", output, (2, 2, 3))
+    weights = _array(f"the weights for {batch}, 2 queries over 5 keys", weights, (2, 2, 5))
+    if weights[:, 0, 4].any() or not np.allclose(weights.sum(axis=-1), 1.0):
+        fail(f"with a (2, 5) mask and {batch}, every row of weights should sum to 1 and the blocked key 4 of "
+             "query 0 should get weight exactly 0")
 
 
 # ---------------------------------------------------------------- step 1

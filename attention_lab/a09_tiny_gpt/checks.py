@@ -73,23 +73,13 @@ def check_from_earlier_assignments(softmax: Callable, scaled_dot_product_attenti
         sum to 1 with the blocked key at exactly 0.
     """
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
+    from attention_lab.a08_modern_attention.checks import check_batched_causal_attention
     from attention_lab.core.worked import check_worked_cases
 
     for name, function in (("softmax", softmax), ("scaled_dot_product_attention", scaled_dot_product_attention),
                            ("causal_mask", causal_mask)):
         check_worked_cases("08_modern_attention", name, function)  # the same functions, pasted there too
-    rng = np.random.default_rng(90)
-    Q, K, V = rng.normal(size=(2, 2, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 3))
-    mask = call(causal_mask, 2, 5)
-    if not isinstance(mask, np.ndarray) or mask.shape != (2, 5) or not np.array_equal(
-            mask, np.arange(5)[None, :] <= np.arange(2)[:, None] + 3):
-        fail("causal_mask(2, 5) should be [[T, T, T, T, F], [T, T, T, T, T]]: 2 queries at positions 3 and 4")
-    output, weights = _pair("scaled_dot_product_attention", call(scaled_dot_product_attention, Q, K, V, mask=mask))
-    _array("the output for 2 heads, 2 queries over 5 keys", output, (2, 2, 3))
-    weights = _array("the weights for 2 heads, 2 queries over 5 keys", weights, (2, 2, 5))
-    if weights[:, 0, 4].any() or not np.allclose(weights.sum(axis=-1), 1.0):
-        fail("with a (2, 5) mask and 2 heads, every row of weights should sum to 1 and the blocked key 4 of query 0 "
-             "should get weight exactly 0")
+    check_batched_causal_attention(scaled_dot_product_attention, causal_mask, np.random.default_rng(90), "2 heads")
     ok("attention over 2 heads with the bottom-right causal mask")
 
 
