@@ -60,11 +60,10 @@ def check_from_earlier_assignments(softmax: Callable, scaled_dot_product_attenti
 
     Parameters
     ----------
-    softmax, scaled_dot_product_attention : callable
-        From assignment 1; here Q (2, 2, 4), K (2, 5, 4), V (2, 5, 3), float, and a bool (2, 5) mask give
-        (output (2, 2, 3), weights (2, 2, 5)).
-    causal_mask : callable
-        From assignment 5: ``causal_mask(T_q, T_k)``, a bool (T_q, T_k) array aligned bottom-right.
+    softmax, scaled_dot_product_attention, causal_mask : callable
+        As pasted in assignment 8 (assignment 1's, and assignment 5's bottom-right ``causal_mask(T_q, T_k)``),
+        checked as there (:func:`attention_lab.a08_modern_attention.checks.check_batched_causal_attention`) with
+        two heads as the leading axis.
 
     Raises
     ------
