@@ -127,3 +127,20 @@ class BankChecks:
                 assert describe_edit(edit) in self.design, (name, describe_edit(edit))
             for reference in re.findall(r"[\w.-]+/[\w.-]+#\d+", mistake.evidence):
                 assert reference in self.design, (name, reference)
+
+
+def assert_table_matches_steps(nb, steps) -> None:
+    """The notebook's first cell's table lists each graded step in order — ``| n | … `function(` … | points |`` —
+    with the points of its autograder cell, which are the bank's (``steps``: grade_id → (title, points))."""
+    from autograder.nbgrader.notebook_cells import nbgrader_meta
+
+    table = nb.cells[0].source
+    points = {nbgrader_meta(c)["grade_id"]: nbgrader_meta(c)["points"] for c in nb.cells
+              if nbgrader_meta(c).get("grade") and c.cell_type == "code"}
+    graded = [g for g in points if g.startswith("test_")]
+    assert graded == list(steps) and all(points[g] == steps[g][1] for g in graded)
+    for number, grade_id in enumerate(graded):
+        row = re.search(rf"^\| {number} \| (.*) \| (\d+) \|$", table, re.M)
+        assert row and int(row.group(2)) == points[grade_id], grade_id
+        if number:  # step 0 pastes earlier assignments' functions
+            assert f"`{grade_id.removeprefix('test_')}(" in row.group(1), grade_id

@@ -11,17 +11,17 @@
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
 
+from answer_bank_checks import assert_table_matches_steps
 from autograder import assignments
-from autograder.assignments.a08_modern_attention import bank, reference
+from autograder.assignments.a08_modern_attention import bank
 from autograder.grader.bank import run_cells
 from autograder.grader.in_process import grade_variant
 from autograder.grader.spec import Variant
-from autograder.nbgrader.notebook_cells import nbgrader_meta, read
+from autograder.nbgrader.notebook_cells import read
 from conftest import REPO
 
 A8 = assignments.get("08_modern_attention")
@@ -92,17 +92,7 @@ def test_gqa_weights_of_the_wrong_shape_are_described():
 
 def test_the_notebooks_table_and_cells_say_what_the_spec_grades():
     nb = read(NOTEBOOK)
-    table = nb.cells[0].source
-    points = {nbgrader_meta(c)["grade_id"]: nbgrader_meta(c)["points"] for c in nb.cells
-              if nbgrader_meta(c).get("grade") and c.cell_type == "code"}
-    steps = [g for g in points if g.startswith("test_")]
-    assert steps == list(bank.STEPS) and all(points[g] == bank.STEPS[g][1] for g in steps)
-    for number, grade_id in enumerate(steps):
-        function = grade_id.removeprefix("test_")
-        row = re.search(rf"^\| {number} \| (.*) \| (\d+) \|$", table, re.M)
-        assert row and int(row.group(2)) == points[grade_id], grade_id
-        if number:
-            assert f"`{function}(" in row.group(1)
+    assert_table_matches_steps(nb, bank.STEPS)
     sources = [c.source for c in nb.cells if c.cell_type == "code"]
     assert "explore_rope(apply_rope)" in "\n".join(sources)
     assert "explore_cache_memory(kv_cache_bytes)" in "\n".join(sources)

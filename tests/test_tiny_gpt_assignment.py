@@ -18,13 +18,12 @@ Everything here runs in this process and is cheap (the committed weights, short 
 from __future__ import annotations
 
 import json
-import re
 import time
 
 import numpy as np
 import pytest
 
-from answer_bank_checks import call as call_on_case
+from answer_bank_checks import assert_table_matches_steps, call as call_on_case
 from attention_lab.core import probe
 from autograder import assignments
 from autograder.assignments.a09_tiny_gpt import bank, model
@@ -117,16 +116,7 @@ def test_the_hidden_prompts_keep_a_clear_greedy_margin_and_the_uniforms_clear_th
 
 def test_the_notebooks_table_and_cells_say_what_the_spec_grades():
     nb = read(NOTEBOOK)
-    table = nb.cells[0].source
-    points = {nbgrader_meta(c)["grade_id"]: nbgrader_meta(c)["points"] for c in nb.cells
-              if nbgrader_meta(c).get("grade") and c.cell_type == "code"}
-    steps = [g for g in points if g.startswith("test_")]
-    assert steps == list(bank.STEPS) and all(points[g] == bank.STEPS[g][1] for g in steps)
-    for number, grade_id in enumerate(steps):
-        row = re.search(rf"^\| {number} \| (.*) \| (\d+) \|$", table, re.M)
-        assert row and int(row.group(2)) == points[grade_id], grade_id
-        if number:
-            assert f"`{grade_id.removeprefix('test_')}(" in row.group(1)
+    assert_table_matches_steps(nb, bank.STEPS)
     text = "\n".join(c.source for c in nb.cells)
     # the conventions: which public ones are accepted and which are named mistakes
     for words in ("unbiased ÷ (d − 1)", "inside the root", "the exact erf form", "named mistakes of step 2 only",
