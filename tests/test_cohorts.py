@@ -27,7 +27,7 @@ from autograder.nbgrader import cohorts, fingerprints, grading, release
 from autograder.nbgrader.gradebook_copy import sqlite_url
 from autograder.nbgrader.gradebook_load import GenerateFailed, generate, planned_cells, refused_change
 from autograder.nbgrader.notebook_cells import nbgrader_meta, read
-from autograder.nbgrader.preprocessors import _course_grader
+from autograder.nbgrader.preprocessors import course_grader
 from autograder.examples import example_class
 from conftest import ASSIGNMENT, NOTEBOOK, REPO, SOURCE_NB
 
@@ -128,16 +128,16 @@ def test_the_grader_takes_its_seed_from_cohort_json(course):
     config = Config()
     config.CourseDirectory.root = str(course)
     resources = {"nbgrader": {"assignment": ASSIGNMENT}}
-    assert _course_grader(config, resources).seed is None, "no cohort.json: the course's own seeds"
-    default_request = _course_grader(config, resources).request("test_softmax")
+    assert course_grader(config, resources).seed is None, "no cohort.json: the course's own seeds"
+    default_request = course_grader(config, resources).request("test_softmax")
     (course / "cohort.json").write_text(json.dumps({"seed": 12345, "started": "2027-01-01T00:00:00+00:00"}))
-    grader = _course_grader(config, resources)
+    grader = course_grader(config, resources)
     assert grader.seed == 12345
     assert grader.request("test_softmax") != default_request, "another seed gives other hidden inputs"
-    assert _course_grader(config, resources).request("test_softmax") == grader.request("test_softmax")
+    assert course_grader(config, resources).request("test_softmax") == grader.request("test_softmax")
     (course / "cohort.json").write_text('{"seed": "12345"}')
     with pytest.raises(ValueError, match="integer"):
-        _course_grader(config, resources)
+        course_grader(config, resources)
 
 
 def test_a_new_seed_makes_every_submission_due_for_grading_again(course):

@@ -8,6 +8,7 @@ byte is benchmarks/student_job_cost.py's check on the end-to-end sample; tests/t
 """
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -135,3 +136,51 @@ def test_an_assignment_without_a_notebook_in_the_graded_source_warms_nothing_up(
     (grading.graded_source(tmp_path) / "source" / ASSIGNMENT).mkdir(parents=True)
     assert job_warmup.warm_jobs(tmp_path, grading.graded_source(tmp_path) / "source", folder) is False
     assert not (tmp_path / "grading.log").exists()
+
+
+def test_jobs_forked_after_the_warm_up_find_every_reference_output_computed(tmp_path, monkeypatch):
+    """The grader a job's preprocessor builds from the job's configuration is the one the warm-up filled."""
+    from autograder.grader import comparison, in_process
+    from autograder.nbgrader.preprocessors import course_grader
+    from autograder.nbgrader.student_job import source_config
+
+    monkeypatch.setattr(in_process, "_GRADERS", {})  # as in a fresh grading process
+    grading.copy_course(REPO, tmp_path, folders=())
+    kept = grading.graded_source(tmp_path) / "source" / ASSIGNMENT
+    shutil.copytree(REPO / "source" / ASSIGNMENT, kept)  # the gradebook's copy of source/
+    counted = job_warmup.warm_reference_outputs(tmp_path, ASSIGNMENT)
+    grader = course_grader(source_config(tmp_path, ASSIGNMENT), {"nbgrader": {"assignment": ASSIGNMENT}})
+    assert counted == sum(len(cases) for cases in grader.cases.values()) > 0
+    assert grader.course_dir == grading.graded_source(tmp_path)  # the kept source, not source/ as it is now
+
+    def computed_again(*args, **kwargs):
+        raise AssertionError("a job computed a reference output the warm-up had computed")
+
+    monkeypatch.setattr(comparison, "_quiet_call", computed_again)
+    expected = {(g, i): grader.expected(g, i) for g, cases in grader.cases.items() for i in range(len(cases))}
+    assert len(expected) == counted
+    assert job_warmup.warm_reference_outputs(tmp_path, "not-an-assignment") == 0
+
+
+def test_the_reference_leaves_every_hidden_input_as_it_found_it():
+    """Why computing the reference's outputs before a job sends the hidden inputs changes nothing it sends.
+
+    Cases with a memory limit are left out: the reference runs on them in a forked child, which cannot change
+    this process's arrays.
+    """
+    from attention_lab.core import values as wire
+    from autograder import assignments
+    from autograder.grader.comparison import Grader
+
+    for name, assignment in assignments.all_assignments().items():
+        grader = Grader(assignment, REPO)
+        for grade_id, cases in grader.cases.items():
+            for index, case in enumerate(cases):
+                if case.memory_limit is not None or case.reads:
+                    continue
+                before = json.dumps([[wire.encode(a) for a in case.args],
+                                     {k: wire.encode(v) for k, v in case.kwargs.items()}], sort_keys=True)
+                grader.expected(grade_id, index)
+                after = json.dumps([[wire.encode(a) for a in case.args],
+                                    {k: wire.encode(v) for k, v in case.kwargs.items()}], sort_keys=True)
+                assert after == before, f"{name} {grade_id}[{index}]: the reference changed its inputs"

@@ -471,10 +471,11 @@ def _warm_jobs(course_dir: Path, assignment: str) -> None:
     A source notebook the feedback export fails on only loses the head start: each job then reports its own
     failure for its student, as without the warm-up.
     """
-    from autograder.nbgrader.job_warmup import warm_jobs
+    from autograder.nbgrader.job_warmup import warm_jobs, warm_reference_outputs
 
     try:
         warm_jobs(course_dir, graded_source(course_dir) / "source", assignment)
+        warm_reference_outputs(course_dir, assignment)
     except Exception as error:  # noqa: BLE001 — an optimisation; the jobs do (and report) the real work
         with open(course_dir / "grading.log", "a") as log:
             log.write(f"warming the grading jobs up failed (each job loads what it needs): "

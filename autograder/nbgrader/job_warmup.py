@@ -14,6 +14,8 @@ What it leaves in this process is code and caches of the grader's own files — 
 anything of a student: each job still starts its own sandboxed kernel and writes its own gradebook, and a job
 changes only its own copy of this memory. It starts no thread (the grading process forks). The feedback it
 renders (the assignment's source notebook, with one output of each kind the feedback shows) is discarded.
+:func:`warm_reference_outputs` computes the reference's output on every hidden case in the grader each job
+would build, so that no job computes them again (assignment 7's T = 20 000 case cost each job 1-2 s).
 """
 
 from __future__ import annotations
@@ -91,6 +93,43 @@ def warm_jobs(course_dir: Path, source_dir: Path, assignment: str) -> bool:
                      "score": 0.0, "max_score": 0.0, "late_penalty": 0}})
     _rendered.add(key)
     return True
+
+
+def warm_reference_outputs(course_dir: Path, assignment: str) -> int:
+    """Compute, in this process, the reference's output on every hidden case, as each job's grader would.
+
+    The grader a job's preprocessor asks for (:func:`autograder.nbgrader.preprocessors.course_grader`, one per
+    assignment, source folder and cohort seed in a process) is built here from the job's own configuration
+    (:func:`autograder.nbgrader.student_job.source_config`), and each of its expected values computed, so
+    that the forked jobs inherit them instead of each computing them again. The reference is trusted code
+    and runs as in a job: on copies of the arrays, quietly, with its time limit, and a memory-limited case
+    in a child under that limit (assignment 7's T = 20 000 case: 1-2 s of a child's CPU that every job of
+    that assignment spent). The reference leaves the hidden inputs as it found them
+    (tests/test_job_warmup.py checks it on every case of every assignment), so computing its outputs before
+    the jobs send those inputs to the kernel changes nothing they send.
+
+    Parameters
+    ----------
+    course_dir : Path
+        The course root.
+    assignment : str
+        The assignment id.
+
+    Returns
+    -------
+    int
+        How many expected values the grader holds now (0: not an assignment of this course).
+    """
+    from autograder.nbgrader.preprocessors import course_grader
+    from autograder.nbgrader.student_job import source_config
+
+    grader = course_grader(source_config(course_dir, assignment), {"nbgrader": {"assignment": assignment}})
+    if grader is None:
+        return 0
+    for grade_id, cases in grader.cases.items():
+        for index in range(len(cases)):
+            grader.expected(grade_id, index)
+    return sum(len(cases) for cases in grader.cases.values())
 
 
 def feedback_exporter(course_dir: Path):

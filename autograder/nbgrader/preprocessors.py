@@ -50,8 +50,24 @@ _HIDDEN_REGION = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HID
 GRADED_OUTSIDE = "# (Hidden tests: graded by the course's grader outside this notebook; results below.)"
 
 
-def _course_grader(config, resources):
-    """The assignment's :class:`~autograder.grader.comparison.Grader` for this run, or None if the notebook isn't ours."""
+def course_grader(config, resources):
+    """The assignment's :class:`~autograder.grader.comparison.Grader` for this run, or None if the notebook isn't ours.
+
+    Parameters
+    ----------
+    config : traitlets.config.Config
+        The run's configuration (``CourseDirectory.root``, ``CourseDirectory.source_directory``).
+    resources : dict
+        nbconvert's resources; ``resources["nbgrader"]["assignment"]`` names the assignment.
+
+    Returns
+    -------
+    Grader or None
+        One instance per assignment, source folder and cohort seed in this process
+        (:func:`autograder.grader.in_process.grader_for`): the grading process calls this before it forks
+        its jobs (:func:`autograder.nbgrader.job_warmup.warm_reference_outputs`), so each job finds the
+        reference's outputs computed.
+    """
     name = (resources.get("nbgrader") or {}).get("assignment")
     try:
         assignment = assignments.get(name)
@@ -133,7 +149,7 @@ class InsertProbes(NbGraderPreprocessor):
         config=True)
 
     def preprocess(self, nb, resources):
-        grader = _course_grader(self.config, resources)
+        grader = course_grader(self.config, resources)
         if grader is None:
             self.log.warning("InsertProbes: %s is not an Attention Lab assignment; left as it is",
                              (resources.get("nbgrader") or {}).get("assignment"))
@@ -163,7 +179,7 @@ class GradeOutsideKernel(NbGraderPreprocessor):
     """
 
     def preprocess(self, nb, resources):
-        grader = _course_grader(self.config, resources)
+        grader = course_grader(self.config, resources)
         if grader is None:
             return nb, resources
         cells = dict(_autograder_cells(nb, grader))

@@ -120,10 +120,7 @@ def grade_student(course_dir: Path, assignment: str, student: str, db_url: str |
     extra = extra_files(folder, notebooks)
     notes = [f"extra files not copied: {', '.join(inert_text(f, 40) for f in extra[:5])}"
              + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")] if extra else []
-    config.CourseDirectory.root = str(course_dir)
-    kept = graded_source(course_dir) / "source"
-    if (kept / assignment).is_dir():  # the source the gradebook was loaded from, not source/ as it is now
-        config.CourseDirectory.source_directory = str(kept)
+    config = source_config(course_dir, assignment, config)
     if db_url is not None:
         config.CourseDirectory.db_url = db_url
     ignore = list(CourseDirectory.class_traits()["ignore"].default())
@@ -147,6 +144,22 @@ def grade_student(course_dir: Path, assignment: str, student: str, db_url: str |
                 reason = f"{over_memory}: the kernel, limited to it, could not start"
             return JobResult(student, False, reason, notes, log)
     return JobResult(student, True, "", notes, log)
+
+
+def source_config(course_dir: Path, assignment: str, config=None):
+    """``config`` (default: the course's) with the course root and the source the gradebook was loaded from.
+
+    The source is ``gradebook-source/source/`` when it holds the assignment (see
+    :func:`autograder.nbgrader.grading.load_into_gradebook`), never ``source/`` as it is now. Every job
+    grades with this configuration, and the grading process builds its graders from it before it forks them
+    (:func:`autograder.nbgrader.job_warmup.warm_reference_outputs`).
+    """
+    config = course_config(course_dir) if config is None else config
+    config.CourseDirectory.root = str(course_dir)
+    kept = graded_source(course_dir) / "source"
+    if (kept / assignment).is_dir():
+        config.CourseDirectory.source_directory = str(kept)
+    return config
 
 
 def gradebook_notebooks(db_url: str, assignment: str) -> list[str]:
