@@ -60,6 +60,126 @@ class ArrayFromSubclass(np.ndarray):
     source_class = ""
 
 
+class SeededNormal(np.ndarray):
+    """A hidden input drawn from NumPy's default generator: sent into the kernel as its recipe, not its data.
+
+    Made by :func:`seeded_normals`. :func:`encode` sends ``{"seeded_normal": recipe}`` (a few dozen bytes) for
+    one whose values are still those its recipe draws, and :func:`decode` draws them again as a plain
+    ``numpy.ndarray``. Assignment 7's T = 20 000 case holds three 20 000 × 8 arrays: sent as data they made a
+    6.8 MB probe cell, which the learner's kernel spent seconds reading (IPython transforms and compiles a
+    cell's whole text) for every student. An array derived from one (a view, an arithmetic result) has no
+    recipe and is sent as data.
+
+    Attributes
+    ----------
+    recipe : dict or None
+        ``{"seed": int, "shape": [int, ...], "count": int, "index": int}``: the ``index``-th of ``count``
+        consecutive ``numpy.random.default_rng(seed).normal(size=shape)`` draws.
+    """
+
+    recipe: dict | None = None
+
+    def __array_finalize__(self, obj) -> None:
+        self.recipe = None  # a view or a result of this array is data, not the draw
+
+
+#: The largest draw :func:`decode` makes again (elements of one array, arrays drawn): far above the hidden cases'
+#: (3 × 160 000), low enough that a recipe a kernel sends back cannot make the grader allocate much.
+MAX_SEEDED_ELEMENTS = 2**22
+MAX_SEEDED_COUNT = 8
+
+
+def seeded_normals(seed: int, shape: tuple[int, ...], count: int) -> list[SeededNormal]:
+    """``count`` consecutive standard-normal draws of ``shape`` from ``numpy.random.default_rng(seed)``.
+
+    The same values as ``[rng.normal(size=shape) for _ in range(count)]`` with ``rng = default_rng(seed)``,
+    each carrying its recipe (:class:`SeededNormal`).
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the generator, >= 0.
+    shape : tuple of int
+        Shape of each array (float64), at most :data:`MAX_SEEDED_ELEMENTS` elements.
+    count : int
+        How many arrays, 1 to :data:`MAX_SEEDED_COUNT`.
+
+    Returns
+    -------
+    list of SeededNormal
+
+    Raises
+    ------
+    ValueError
+        If the recipe is outside these bounds.
+    """
+    recipe = _seeded_recipe({"seed": seed, "shape": list(shape), "count": count, "index": 0})
+    rng = np.random.default_rng(recipe["seed"])
+    arrays = []
+    for index in range(recipe["count"]):
+        array = rng.normal(size=tuple(recipe["shape"])).view(SeededNormal)
+        array.recipe = {**recipe, "index": index}
+        arrays.append(array)
+    return arrays
+
+
+def _seeded_recipe(recipe) -> dict:
+    """``recipe`` checked (exact types, bounds), as a new dict; ValueError naming what is wrong."""
+    fields = ("seed", "shape", "count", "index")
+    if not isinstance(recipe, dict) or set(recipe) != set(fields):
+        raise ValueError(f"a seeded_normal recipe must be a dict with keys {fields}; received {str(recipe)[:80]}")
+    seed, shape, count, index = (recipe[f] for f in fields)
+    if not all(type(v) is int for v in (seed, count, index)) or not isinstance(shape, list) \
+            or not all(type(n) is int and n >= 0 for n in shape) or len(shape) > 8:
+        raise ValueError(f"a seeded_normal recipe needs integer seed, count, index and shape; received {str(recipe)[:80]}")
+    if not (0 <= seed < 2**63 and 1 <= count <= MAX_SEEDED_COUNT and 0 <= index < count
+            and math.prod(shape) <= MAX_SEEDED_ELEMENTS):
+        raise ValueError(f"a seeded_normal recipe out of bounds (count <= {MAX_SEEDED_COUNT}, "
+                         f"at most {MAX_SEEDED_ELEMENTS} elements); received {str(recipe)[:80]}")
+    return {"seed": seed, "shape": list(shape), "count": count, "index": index}
+
+
+def draw_seeded(recipe) -> np.ndarray:
+    """The array a :class:`SeededNormal` recipe describes, drawn again (a plain, writeable float64 array).
+
+    Raises
+    ------
+    ValueError
+        If ``recipe`` is not a recipe :func:`seeded_normals` writes, or is outside its bounds.
+    """
+    recipe = _seeded_recipe(recipe)
+    rng = np.random.default_rng(recipe["seed"])
+    for _ in range(recipe["index"]):
+        rng.normal(size=tuple(recipe["shape"]))
+    return rng.normal(size=tuple(recipe["shape"]))
+
+
+def read_back(argument, sent) -> Any:
+    """What the probe sends back for an argument after the call: its recipe when it still holds its draw.
+
+    Parameters
+    ----------
+    argument : object
+        The argument as the learner's function left it.
+    sent : object
+        Its encoding in the request.
+
+    Returns
+    -------
+    object
+        ``sent`` when it was a ``seeded_normal`` recipe and ``argument`` still equals its draw; else
+        :func:`encode` of an array argument, or None for any other argument.
+    """
+    if (isinstance(sent, dict) and set(sent) == {"seeded_normal"} and type(argument) is np.ndarray
+            and argument.dtype == np.float64):
+        try:
+            if np.array_equal(argument, draw_seeded(sent["seeded_normal"])):
+                return sent
+        except ValueError:
+            pass
+    return encode(argument) if isinstance(argument, np.ndarray) else None
+
+
 #: Texts of small arrays, in both directions: the grader and the probe encode and decode the same hidden inputs,
 #: stand-in values and answers again in every pass and for every submission, and ``np.save``/``np.load`` cost tens
 #: to hundreds of times a copy. An entry is kept only for a text of at most :data:`CACHED_TEXT_CHARS`, and each
@@ -153,12 +273,14 @@ def encode(value: Any, depth: int = 0) -> Any:
         return value if abs(value) < 2**53 else {"float": repr(float(value))}
     if kind is float:
         return value if math.isfinite(value) else {"float": repr(value)}
+    if kind is SeededNormal and value.recipe is not None and np.array_equal(value, draw_seeded(value.recipe)):
+        return {"seeded_normal": dict(value.recipe)}
     if isinstance(value, np.ndarray):
         plain = np.array(value, copy=True, subok=False)
         if plain.dtype.hasobject or plain.dtype.kind in "OVSUMm":
             return {"unsupported": f"an array of dtype {plain.dtype}"}
         encoded = {"ndarray": _npy(plain)}
-        if kind is not np.ndarray:
+        if kind not in (np.ndarray, SeededNormal):
             encoded["class"] = f"{kind.__module__}.{kind.__qualname__}"
         return encoded
     if isinstance(value, np.generic) and type(value).__module__ == "numpy":
@@ -201,6 +323,8 @@ def decode(data: Any) -> Any:
                 array = array.view(ArrayFromSubclass)
                 array.source_class = str(data["class"])
             return array
+        if "seeded_normal" in data and len(data) == 1:
+            return draw_seeded(data["seeded_normal"])
         if "scalar" in data:
             return _from_npy(data["scalar"])[()]
         if "float" in data:

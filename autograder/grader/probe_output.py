@@ -52,6 +52,8 @@ def _value(data, depth: int = 0):
             return {kind: [_value(item, depth + 1) for item in items]}
         if set(data) in ({"scalar"}, {"float"}):
             return data
+        if set(data) == {"seeded_normal"}:  # an argument read back unchanged: its recipe, checked when decoded
+            return data
         if set(data) == {"dict"}:  # [key, value] pairs: a model's parameters passed to an earlier function
             pairs = data["dict"]
             if not isinstance(pairs, list) or not all(isinstance(pair, list) and len(pair) == 2 for pair in pairs):
