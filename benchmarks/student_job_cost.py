@@ -1,6 +1,6 @@
 """What grading one student costs: each student's job (a forked child) in wall clock and CPU, against the code before.
 
-``grading.grade_class(course, A, students, workers=1, force=True)`` on assignment 1's end-to-end sample (the
+``grading.grade_class(course, A, students, workers=1, force=True)`` on an assignment's end-to-end sample (the
 students the test suite grades; ``example_class.prepare_course(..., sample=True)``), run by one driver process
 per tree: this worktree, and a baseline git revision (``--baseline``, default ``git merge-base HEAD main``,
 i.e. ``main`` without this branch) exported into a temporary folder and run from there (``PYTHONPATH``) with
@@ -8,14 +8,20 @@ this environment's packages. The trees run one after the other, alternating, ``-
 both see the same load on a shared machine. Per student: the job's wall clock (``StudentJob.start`` to
 ``finish``) and its CPU, user + system seconds of the child and of what it reaped (``RUSAGE_CHILDREN`` of the
 grading process across the job; the sandboxed kernel is not reaped by it, so this is the grader's own work
-outside the learner's kernel). Also the grading process's own CPU over the class (``RUSAGE_SELF``: the
-warm-up before the first fork is there) and the wall clock of ``grade_class``.
+outside the learner's kernel). The kernel's own work shows as the job's wall clock and as its cells' execution
+time (``execute_input`` to ``execute_reply`` in each autograded cell's metadata, summed). Also the grading
+process's own CPU over the class (``RUSAGE_SELF``: the warm-up before the first fork is there) and the wall clock
+of ``grade_class``.
 
 Both trees must write the same autograded notebooks and feedback pages, apart from timestamps and the grader
 version (a hash of the grader's source, which differs between two trees by construction): each file is
 compared after masking those. Kernels run with OPENBLAS_NUM_THREADS=1. Writes ``benchmarks/student_job_cost.md``.
 
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/student_job_cost.py [--runs N] [--baseline REV] [--no-write]
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/student_job_cost.py [--assignment A] [--runs N]
+        [--baseline REV] [--no-write]
+
+Assignment 1 (the default) writes ``benchmarks/student_job_cost.md``; another assignment
+``benchmarks/student_job_cost_<assignment>.md``.
 """
 
 from __future__ import annotations
@@ -31,33 +37,38 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "01_scaled_dot_product_attention"
-OUT = REPO / "benchmarks" / "student_job_cost.md"
+
+
+def output_file(assignment: str) -> Path:
+    """Where the benchmark of ``assignment`` is written."""
+    suffix = "" if assignment == ASSIGNMENT else f"_{assignment}"
+    return REPO / "benchmarks" / f"student_job_cost{suffix}.md"
 
 # Runs in a process whose PYTHONPATH is the tree measured; prints one JSON line: per-student rows, the class's
 # wall clock and the grading process's CPU, and each autograded/feedback file with timestamps and the grader
 # version masked.
-DRIVER = f'''
-import json, re, resource, sys, tempfile, time
+DRIVER = '''
+import datetime, json, re, resource, sys, tempfile, time
 from pathlib import Path
 from autograder.examples import example_class
 from autograder.nbgrader import grading, student_job
 
-A = {ASSIGNMENT!r}
-STAMP = re.compile(r"\\d{{4}}-\\d\\d-\\d\\d[T ]\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z?(\\+00:00)?|grader [0-9a-f]{{12}}")
+A = sys.argv[1]
+STAMP = re.compile(r"\\d{4}-\\d\\d-\\d\\d[T ]\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z?(\\+00:00)?|grader [0-9a-f]{12}")
 
 def children():
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
-rows, started = [], {{}}
+rows, started = [], {}
 start, finish = student_job.StudentJob.start, student_job.StudentJob.finish
 def timed_start(self):
     started[self.student] = children()
     start(self)
 def timed_finish(self):
     result = finish(self)
-    rows.append({{"student": self.student, "wall": result.seconds, "cpu": children() - started[self.student],
-                 "graded": result.graded}})
+    rows.append({"student": self.student, "wall": result.seconds, "cpu": children() - started[self.student],
+                 "graded": result.graded})
     return result
 student_job.StudentJob.start, student_job.StudentJob.finish = timed_start, timed_finish
 
@@ -69,15 +80,25 @@ with tempfile.TemporaryDirectory(prefix="attention-lab-job-cost-") as tmp:
     _, results = grading.grade_class(course, A, students, workers=1, force=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_SELF)
-    files = {{str(p.relative_to(course)): STAMP.sub("<masked>", p.read_text())
-             for folder in ("autograded", "feedback") for p in sorted((course / folder).rglob("*")) if p.is_file()}}
-    print(json.dumps({{"rows": rows, "wall": wall,
+    files = {str(p.relative_to(course)): STAMP.sub("<masked>", p.read_text())
+             for folder in ("autograded", "feedback") for p in sorted((course / folder).rglob("*")) if p.is_file()}
+    def moment(stamp):
+        return datetime.datetime.fromisoformat((stamp[0] if isinstance(stamp, list) else stamp).replace("Z", "+00:00"))
+    for row in rows:
+        cells = 0.0
+        for notebook in (course / "autograded" / row["student"] / A).glob("*.ipynb"):
+            for cell in json.loads(notebook.read_text())["cells"]:
+                run = cell.get("metadata", {}).get("execution", {})
+                if "iopub.execute_input" in run and "shell.execute_reply" in run:
+                    cells += (moment(run["shell.execute_reply"]) - moment(run["iopub.execute_input"])).total_seconds()
+        row["cells"] = cells
+    print(json.dumps({"rows": rows, "wall": wall,
                       "parent_cpu": after.ru_utime + after.ru_stime - self_cpu.ru_utime - self_cpu.ru_stime,
-                      "totals": {{r.student: r.total for r in results}}, "files": files}}))
+                      "totals": {r.student: r.total for r in results}, "files": files}))
 '''
 
 
-def run_tree(tree: Path) -> dict:
+def run_tree(tree: Path, assignment: str = ASSIGNMENT) -> dict:
     """One driver run with ``tree`` first on PYTHONPATH; its JSON result.
 
     Raises
@@ -87,7 +108,7 @@ def run_tree(tree: Path) -> dict:
     """
     env = {**os.environ, "PYTHONPATH": str(tree), "OPENBLAS_NUM_THREADS": "1",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    done = subprocess.run([sys.executable, "-c", DRIVER], cwd=tree, env=env, text=True, capture_output=True)
+    done = subprocess.run([sys.executable, "-c", DRIVER, assignment], cwd=tree, env=env, text=True, capture_output=True)
     if done.returncode != 0:
         raise RuntimeError(f"the driver failed in {tree}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -106,17 +127,34 @@ def summary(runs: list[dict]) -> dict:
     return {"wall": statistics.fmean(r["wall"] for r in rows), "cpu": statistics.fmean(r["cpu"] for r in rows),
             "median_wall": statistics.median(r["wall"] for r in rows),
             "median_cpu": statistics.median(r["cpu"] for r in rows),
+            "cells": statistics.fmean(r.get("cells", 0.0) for r in rows),
             "class_wall": statistics.fmean(run["wall"] for run in runs),
             "parent_cpu": statistics.fmean(run["parent_cpu"] for run in runs), "jobs": len(rows)}
 
 
-def render(baseline: str, old: dict, new: dict, same: bool, students: list[str], load: tuple) -> str:
+#: What the commit measured by the assignment-1 run changed (its output, benchmarks/student_job_cost.md).
+WARM_UP_NOTE = (
+        "What moved out of the jobs: the grading process now does once, before it forks the first job "
+        "(`autograder/nbgrader/job_warmup.py`), what every job did for itself — importing IPython (the `ipython3` "
+        "Pygments lexer of the feedback's code), matplotlib (the font list copied into each sandbox), bs4 and "
+        "soupsieve, numpy.random; compiling the nine Jinja templates of the feedback (kept compiled in "
+        "`feedback_html.TEMPLATE_BYTECODE`, checked against each template's source), the regular expressions "
+        "of Pygments' lexers, soupsieve and mistune's plugins, and nbformat's schema validator. What a job still "
+        "pays: starting its own sandboxed kernel and running the notebook in it (most of the wall clock, "
+        "waiting on the kernel), nbgrader's own work (its gradebook's SQLite commits, `CheckCellMetadata` "
+        "checking its JSON schema for every cell), and the feedback's HTML export (Jinja render, nbconvert's "
+        "BeautifulSoup pass, our sanitiser)."
+)
+
+
+def render(baseline: str, old: dict, new: dict, same: bool, students: list[str], load: tuple,
+           assignment: str = ASSIGNMENT, note: str = WARM_UP_NOTE) -> str:
     per_student = sorted({r["student"] for run in new["runs"] for r in run["rows"]})
     lines = [
         "# What grading one student costs: the job of each student, before and after",
         "",
         "Generated by `benchmarks/student_job_cost.py` (its docstring says what each figure measures). "
-        f"`grade_class(..., workers=1, force=True)` on assignment 1's end-to-end sample ({len(students)} students: "
+        f"`grade_class(..., workers=1, force=True)` on `{assignment}`'s end-to-end sample ({len(students)} students: "
         f"{', '.join(students)}); **before**: `{baseline}` (git archive, run from a temporary folder), "
         "**after**: this tree; alternating, each "
         f"{len(old['runs'])} times. Job = one student's forked child (autograde + feedback). CPU = user + system "
@@ -129,7 +167,8 @@ def render(baseline: str, old: dict, new: dict, same: bool, students: list[str],
         "|---|---|---|---|",
     ]
     for key, label in (("cpu", "CPU, mean"), ("median_cpu", "CPU, median"), ("wall", "wall clock, mean"),
-                       ("median_wall", "wall clock, median")):
+                       ("median_wall", "wall clock, median"),
+                       ("cells", "the kernel's cell execution time, summed (autograded notebook's metadata)")):
         lines.append(f"| {label} | {old['summary'][key]:.2f} s | {new['summary'][key]:.2f} s | "
                      f"{new['summary'][key] / old['summary'][key]:.2f} |")
     lines += [
@@ -154,16 +193,7 @@ def render(baseline: str, old: dict, new: dict, same: bool, students: list[str],
         "page of every run is identical between the trees after masking timestamps and the grader version; the "
         "totals are equal.",
         "",
-        "What moved out of the jobs: the grading process now does once, before it forks the first job "
-        "(`autograder/nbgrader/job_warmup.py`), what every job did for itself — importing IPython (the `ipython3` "
-        "Pygments lexer of the feedback's code), matplotlib (the font list copied into each sandbox), bs4 and "
-        "soupsieve, numpy.random; compiling the nine Jinja templates of the feedback (kept compiled in "
-        "`feedback_html.TEMPLATE_BYTECODE`, checked against each template's source), the regular expressions "
-        "of Pygments' lexers, soupsieve and mistune's plugins, and nbformat's schema validator. What a job still "
-        "pays: starting its own sandboxed kernel and running the notebook in it (most of the wall clock, "
-        "waiting on the kernel), nbgrader's own work (its gradebook's SQLite commits, `CheckCellMetadata` "
-        "checking its JSON schema for every cell), and the feedback's HTML export (Jinja render, nbconvert's "
-        "BeautifulSoup pass, our sanitiser).",
+        note,
         "",
     ]
     return "\n".join(lines)
@@ -173,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2, help="runs of each tree (default 2)")
     parser.add_argument("--baseline", default=None, help="git revision before (default: git merge-base HEAD main)")
-    parser.add_argument("--no-write", action="store_true", help=f"print only; do not write {OUT.name}")
+    parser.add_argument("--assignment", default=ASSIGNMENT, help=f"the assignment (default {ASSIGNMENT})")
+    parser.add_argument("--no-write", action="store_true", help="print only; do not write the .md file")
+    parser.add_argument("--note", default=WARM_UP_NOTE, help="what changed between the trees, in words")
     args = parser.parse_args(argv)
     baseline = args.baseline or subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=REPO, check=True,
                                                capture_output=True, text=True).stdout.strip()
@@ -185,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         before = export(baseline, Path(tmp))
         for i in range(args.runs):
             for side, tree in ((old, before), (new, REPO)) if i % 2 == 0 else ((new, REPO), (old, before)):
-                side["runs"].append(run_tree(tree))
+                side["runs"].append(run_tree(tree, args.assignment))
                 print(f"run {i + 1}: {'after' if side is new else 'before'}: per job CPU "
                       f"{statistics.fmean(r['cpu'] for r in side['runs'][-1]['rows']):.2f} s, wall "
                       f"{statistics.fmean(r['wall'] for r in side['runs'][-1]['rows']):.2f} s", flush=True)
@@ -194,9 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     reference = old["runs"][0]
     same = all(run["files"] == reference["files"] and run["totals"] == reference["totals"]
                and all(r["graded"] for r in run["rows"]) for run in old["runs"] + new["runs"])
-    text = render(short, old, new, same, list(reference["totals"]), (start_load, os.getloadavg()[0]))
+    text = render(short, old, new, same, list(reference["totals"]), (start_load, os.getloadavg()[0]), args.assignment,
+                  args.note)
     if not args.no_write:
-        OUT.write_text(text)
+        output_file(args.assignment).write_text(text)
     print(text)
     return 0 if same else 1
 
