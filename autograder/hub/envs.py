@@ -145,15 +145,26 @@ BUILD_REQUIREMENT = "setuptools>=77"
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """One environment to build: its folder, what pip installs in it, and what else its stamp is made of."""
+    """One environment to build: its folder, what pip installs in it, and what else its stamp is made of.
+
+    ``local_projects`` are folders pip installs too, built afresh in a temporary
+    folder for each set-up: their paths change every time, so they stay out of
+    the stamp, and a digest of their content goes in ``stamp_inputs`` instead.
+    """
 
     target: Path
     requirements: tuple[str, ...]
     stamp_inputs: tuple[str, ...] = ()
+    local_projects: tuple[str, ...] = ()
 
     def stamp(self, freeze: str) -> str:
         """Key of the built environment: the constraints, the requirements and the stamp inputs (hashed)."""
         return hashlib.sha256("\0".join([freeze, *self.requirements, *self.stamp_inputs]).encode()).hexdigest()
+
+    @property
+    def installs(self) -> tuple[str, ...]:
+        """What ``pip install`` gets: the requirements and the local projects."""
+        return (*self.requirements, *self.local_projects)
 
     @property
     def stamp_file(self) -> Path:
@@ -202,13 +213,13 @@ def build_envs(specs: list[EnvSpec], log=print) -> list[bool]:
             _run([str(shared_interpreter()), "-m", "venv", "--without-pip", str(spec.target)], spec.target, scratch)
         # resolved and downloaded for the shared interpreter (`--python` of one of the new venvs): its patch
         # release may be older than this one, and some packages' newest versions need a newer one
-        everything = list(dict.fromkeys(r for spec in todo for r in spec.requirements if r != "-e"))
+        everything = list(dict.fromkeys(r for spec in todo for r in spec.installs if r != "-e"))
         _run([*pip, "--python", str(todo[0].target / "bin" / "python"), "download", "--quiet", "-c", str(constraints),
               "-d", str(wheelhouse), *everything, BUILD_REQUIREMENT], todo[0].target, scratch)
 
         def fill(spec: EnvSpec) -> None:
             _run([*pip, "--python", str(spec.target / "bin" / "python"), "install", "--quiet", "--no-index",
-                  "--find-links", str(wheelhouse), "-c", str(constraints), *spec.requirements], spec.target, scratch)
+                  "--find-links", str(wheelhouse), "-c", str(constraints), *spec.installs], spec.target, scratch)
             spec.stamp_file.write_text(spec.stamp(freeze))
 
         with ThreadPoolExecutor(max_workers=2) as pool:  # unpacking and byte-compiling: set-up's slow part
@@ -260,7 +271,7 @@ def build_user_envs(student_env: Path, instructor_env: Path, exchange: Path | No
     with tempfile.TemporaryDirectory(prefix="attention-lab-student-") as scratch:
         edition, digest = student_edition(Path(scratch))
         _, instructor_built = build_envs(
-            [EnvSpec(student_env, ("jupyterhub", str(edition)), (digest,)),
+            [EnvSpec(student_env, ("jupyterhub",), (digest,), (str(edition),)),
              EnvSpec(instructor_env, ("-e", str(REPO)), ((REPO / "pyproject.toml").read_text(),))], log=log)
     configure_student_env(student_env, exchange)
     if instructor_built:
