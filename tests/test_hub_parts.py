@@ -224,7 +224,8 @@ def test_an_environment_is_up_to_date_only_while_its_constraints_requirements_an
     assert not envs.EnvSpec(spec.target, ("jupyterhub", "/course"), spec.stamp_inputs).up_to_date("numpy==2.4.6\n")
     assert not envs.EnvSpec(spec.target, spec.requirements, ("pyproject 2",)).up_to_date("numpy==2.4.6\n")
     # the student edition is built afresh in a temporary folder by every set-up: its content counts, not its path
-    edition = envs.EnvSpec(tmp_path / "student", ("jupyterhub",), ("digest 1",), ("/tmp/attention-lab-student-a/edition",))
+    edition = envs.EnvSpec(tmp_path / "student", ("jupyterhub",), ("digest 1",),
+                           ("/tmp/attention-lab-student-a/edition",))
     edition.target.mkdir()
     edition.stamp_file.write_text(edition.stamp("numpy==2.4.6\n"))
     assert envs.EnvSpec(edition.target, ("jupyterhub",), ("digest 1",),

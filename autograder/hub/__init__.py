@@ -6,7 +6,7 @@
     python -m autograder hub start    --root DIR [--port N]          # foreground; Ctrl-C stops it
     python -m autograder hub up       ...                            # setup, then start (`make hub`)
     python -m autograder hub teardown --root DIR [--purge]
-    python -m autograder hub envs     [--envs ENVS]                  # the two environments, built ahead (`make hub-envs`)
+    python -m autograder hub envs     [--envs ENVS]                  # both environments, built ahead (make hub-envs)
 
 Run as root: set-up creates Unix users and the hub starts each user's server as
 that user (JupyterHub's ``LocalProcessSpawner``). Everything lives under one
@@ -379,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = commands.add_parser("teardown", help="stop the hub and remove the Unix users set-up created")
     sub.add_argument("--root", type=Path, default=DEFAULT_ROOT)
     sub.add_argument("--purge", action="store_true", help="also delete the root folder (course, gradebook, exchange)")
-    sub = commands.add_parser("envs", help="build the users' two environments ahead (`make hub-envs`), for setup --envs")
+    sub = commands.add_parser("envs", help="build the users' two environments ahead (make hub-envs)")
     sub.add_argument("--envs", type=Path, default=None,
                      help="where (default: $ATTENTION_LAB_HUB_ENVS or /var/tmp/attention-lab-hub-envs/<checkout>, "
                           "where the hub test looks)")

@@ -311,8 +311,7 @@ def configure_student_env(env: Path, exchange: Path | None) -> None:
     # locked, so that a student's own settings cannot switch them on again
     jupyter(env, "labextension", "disable", "--level=sys_prefix", *STUDENT_DISABLED_LABEXTENSIONS)
     jupyter(env, "labextension", "lock", "--level=sys_prefix", *STUDENT_DISABLED_LABEXTENSIONS)
-    for name in STUDENT_DISABLED_SERVER_EXTENSIONS:
-        jupyter(env, "server", "extension", "disable", "--sys-prefix", name)
+    jupyter(env, "server", "extension", "disable", "--sys-prefix", *STUDENT_DISABLED_SERVER_EXTENSIONS)  # one command
     if exchange is not None:
         (env / "etc" / "jupyter" / "nbgrader_config.py").write_text(
             render("student_nbgrader_config.py", course_id=COURSE_ID, exchange=str(exchange)))
