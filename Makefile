@@ -13,6 +13,12 @@ HUB_INSTRUCTOR ?= instructor
 HUB_STUDENTS ?= student1 student2
 HUB_PORT ?= 0
 HUB_ARGS ?=
+# where `make hub-envs` builds the hub users' two environments ahead (empty: /var/tmp/attention-lab-hub-envs/<this
+# checkout>, where tests/test_hub.py looks); `make hub` keeps them in $(HUB_ROOT) unless this is set
+HUB_ENVS ?=
+ifneq ($(HUB_ENVS),)
+export ATTENTION_LAB_HUB_ENVS := $(abspath $(HUB_ENVS))
+endif
 GRADE_ARGS ?=
 COHORT_ARGS ?=
 REPORT_ARGS ?=
@@ -24,7 +30,7 @@ export PATH := $(BIN):$(PATH)
 # On 2 cores, OpenBLAS threads oversubscribe and make small matrix products 10-50x slower.
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install lab test test-fast release grade new-cohort class-report check bench-grading demo report student-env worked-cases train-gpt lite clean sandbox hub hub-teardown proxy
+.PHONY: install lab test test-fast release grade new-cohort class-report check bench-grading demo report student-env worked-cases train-gpt lite clean sandbox hub hub-envs hub-teardown proxy
 
 install: $(STAMP)
 
@@ -95,10 +101,16 @@ train-gpt: $(STAMP)
 	$(BIN)/python -m autograder.assignments.a09_tiny_gpt.train
 
 ## hub: JupyterHub for a class on this machine (run as root): creates the Unix users, the course directory
-## with nbgrader's exchange and the students' environment under $(HUB_ROOT), then runs the hub on 127.0.0.1
+## with nbgrader's exchange and the users' two environments under $(HUB_ROOT) (in $(HUB_ENVS) when set),
+## then runs the hub on 127.0.0.1
 hub: $(STAMP) sandbox proxy
 	$(BIN)/python -m autograder hub up --root $(HUB_ROOT) --instructor $(HUB_INSTRUCTOR) \
-	  --students $(HUB_STUDENTS) --port $(HUB_PORT) $(HUB_ARGS)
+	  --students $(HUB_STUDENTS) --port $(HUB_PORT) $(if $(HUB_ENVS),--envs $(HUB_ENVS)) $(HUB_ARGS)
+
+## hub-envs: an install step (run as root): the hub users' two environments built ahead with pip, kept while
+## current, in $(HUB_ENVS) (default /var/tmp/attention-lab-hub-envs/<checkout>), where tests/test_hub.py finds them
+hub-envs: $(STAMP)
+	$(BIN)/python -m autograder hub envs
 
 ## hub-teardown: remove the Unix users `make hub` created (add HUB_ARGS=--purge to delete $(HUB_ROOT) too)
 hub-teardown: $(STAMP)

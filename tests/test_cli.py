@@ -16,7 +16,7 @@ from autograder.course import REPO
 #: make target → the subcommand it must run (the issue's list, plus the two builds and the hub)
 TARGETS = {"release": "release", "grade": "grade", "demo": "demo", "report": "report",
            "student-env": "student-env", "lite": "lite", "hub": "hub", "worked-cases": "worked-cases",
-           "new-cohort": "new-cohort",
+           "new-cohort": "new-cohort", "hub-envs": "hub envs",
            "class-report": "class-report", "check": "check"}
 
 

@@ -12,8 +12,10 @@ directory nor B's work (as the Unix user, and through A's own Jupyter server), a
 Formgrader or Create Assignment while the instructor's does.
 
 Needs root (Unix users), bubblewrap, Debian's Chromium and configurable-http-proxy (`.ci/run`
-installs them); in CI a missing one fails the test, elsewhere it is skipped. The users, the hub
-(process group) and its folder are removed in teardown. Screenshots, the hub's log and the phases'
+installs them); in CI a missing one fails the test, elsewhere it is skipped. The users' two environments
+are those `make hub-envs` built ahead (`.ci/run` does, as an install step) in `hub.envs.prebuilt_dir()`, reused
+when current and else built there by set-up; the students' is configured for this class's exchange. The users,
+the hub (process group) and its folder are removed in teardown. Screenshots, the hub's log and the phases'
 durations go to test-artifacts/hub/.
 """
 
@@ -38,6 +40,7 @@ import pytest
 
 from autograder.examples.hostile import FULL  # assignment 1's points, its questions included
 from autograder import hub
+from autograder.hub.envs import prebuilt_dir
 from autograder.hub.users import run_as
 from browser_support import CHROMIUM, launch
 from conftest import ASSIGNMENT, NOTEBOOK, REPO, SOURCE_NB
@@ -79,6 +82,10 @@ class Phases:
         self.seconds[name] = round(now - self.last, 1)
         self.last = now
 
+    def note(self, name: str, value) -> None:
+        """Record ``value`` under ``name`` alongside the durations."""
+        self.seconds[name] = value
+
     def write(self) -> None:
         self.seconds["total"] = round(time.monotonic() - self.started, 1)
         (ARTIFACTS / "timings.json").write_text(json.dumps(self.seconds, indent=2) + "\n")
@@ -95,19 +102,22 @@ def phases():
 def class_hub(phases):
     """Set up a class (an instructor, students A and B) in a fresh folder, start its hub on a free port.
 
+    The two environments are the ones built ahead (`make hub-envs`), or built by set-up where those would be.
     Yields a dict with the layout, the user names, the passwords and the hub's URL; afterwards stops
     the hub (its process group; the hub stops the servers it spawned) and removes the users and folder.
     """
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     tag = secrets.token_hex(3)  # fresh names: two runs on one machine never share users
     instructor, a, b = f"al{tag}-teach", f"al{tag}-a", f"al{tag}-b"
-    # in memory where there is a tmpfs: two environments (~1.2 GB of small files) build and go faster
     root = Path(tempfile.mkdtemp(prefix="attention-lab-hub-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+    envs = prebuilt_dir()
     process = log = None
     try:
-        settings = hub.setup(root, instructor, [a, b], log=lambda line: None)
+        built = []  # set-up's "building <env> ..." lines: none when `make hub-envs` built them ahead
+        settings = hub.setup(root, instructor, [a, b], envs=envs, log=built.append)
         phases.done("setup (users, two environments, course, exchange)")
-        layout = hub.Layout(root)
+        phases.note("environments built by set-up", sum(line.startswith("building ") for line in built))
+        layout = hub.Layout(root, envs)
         command, env = hub.hub_command(layout)
         base = command[3].split("=", 1)[1]
         log = open(ARTIFACTS / "jupyterhub.log", "w")
@@ -408,6 +418,12 @@ def test_a_class_on_the_hub_from_release_to_feedback(class_hub, browser, phases)
         "list B's home": ["ls", b_home],
         "read B's own copy": ["cat", b_home / ASSIGNMENT / NOTEBOOK],
         "read the hub's passwords": ["cat", layout.state / "passwords.json"],
+        # the environments every user's server runs (shared by classes' tests, built ahead) are root's, read-only
+        "plant a program in the students' environment": ["touch", layout.student_env / "bin" / "planted"],
+        "change the students' nbgrader settings": ["sh", "-c", 'echo "c.Exchange.root = \'/tmp\'" >> "$1"', "sh",
+                                                   layout.student_env / "etc" / "jupyter" / "nbgrader_config.py"],
+        "plant a module in the instructor's environment": ["touch", layout.instructor_env / "bin" / "planted"],
+        "replace an environment in their folder": ["mv", layout.student_env, layout.envs_folder / "moved"],
     }
     for what, command in forbidden.items():
         done = as_user(a, *map(str, command))

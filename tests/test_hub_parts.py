@@ -223,8 +223,103 @@ def test_an_environment_is_up_to_date_only_while_its_constraints_requirements_an
     assert not spec.up_to_date("numpy==2.4.7\n")  # another version of a pinned package
     assert not envs.EnvSpec(spec.target, ("jupyterhub", "/course"), spec.stamp_inputs).up_to_date("numpy==2.4.6\n")
     assert not envs.EnvSpec(spec.target, spec.requirements, ("pyproject 2",)).up_to_date("numpy==2.4.6\n")
+    # the student edition is built afresh in a temporary folder by every set-up: its content counts, not its path
+    edition = envs.EnvSpec(tmp_path / "student", ("jupyterhub",), ("digest 1",),
+                           ("/tmp/attention-lab-student-a/edition",))
+    edition.target.mkdir()
+    edition.stamp_file.write_text(edition.stamp("numpy==2.4.6\n"))
+    assert envs.EnvSpec(edition.target, ("jupyterhub",), ("digest 1",),
+                        ("/tmp/attention-lab-student-b/edition",)).up_to_date("numpy==2.4.6\n")
+    assert not envs.EnvSpec(edition.target, ("jupyterhub",), ("digest 2",), edition.local_projects).up_to_date(
+        "numpy==2.4.6\n")
+    assert edition.installs == ("jupyterhub", "/tmp/attention-lab-student-a/edition")
     # up to date: nothing is removed, downloaded or installed
     monkeypatch.setattr(envs, "pinned_versions", lambda: "numpy==2.4.6\n")
     monkeypatch.setattr(envs, "_run", lambda *args: pytest.fail(f"ran {args}"))
     assert envs.build_envs([spec]) == [False]
     assert spec.stamp_file.exists()
+
+
+def test_the_environments_are_in_the_class_s_folder_or_in_the_folder_built_ahead(tmp_path):
+    own = hub.Layout(tmp_path / "class")
+    assert (own.student_env, own.instructor_env) == (tmp_path / "class" / "student-env",
+                                                     tmp_path / "class" / "instructor-env")
+    ahead = hub.Layout(tmp_path / "class", tmp_path / "envs")
+    assert (ahead.student_env, ahead.instructor_env) == (tmp_path / "envs" / "student-env",
+                                                         tmp_path / "envs" / "instructor-env")
+    assert ahead.course == own.course and ahead.state == own.state  # the class itself stays in its folder
+
+
+def test_environments_built_ahead_are_one_folder_per_checkout_unless_named(monkeypatch, tmp_path):
+    from autograder.hub import envs
+
+    monkeypatch.delenv(envs.ENVS_VARIABLE, raising=False)
+    here, other = envs.prebuilt_dir(), envs.prebuilt_dir(tmp_path / "another-checkout")
+    assert here.parent == other.parent == Path("/var/tmp/attention-lab-hub-envs") and here != other
+    assert envs.prebuilt_dir() == here  # the same folder for `make hub-envs` and the test, every time
+    monkeypatch.setenv(envs.ENVS_VARIABLE, str(tmp_path / "mine"))  # `make hub-envs HUB_ENVS=...`
+    assert envs.prebuilt_dir() == tmp_path / "mine"
+
+
+def test_the_environments_folder_must_be_ours_and_closed_to_other_users(tmp_path):
+    from autograder.hub.envs import safe_folder
+
+    made = safe_folder(tmp_path / "a" / "envs")
+    assert made.is_dir() and made.stat().st_mode & 0o777 == 0o755
+    assert safe_folder(made) == made  # an existing safe folder is kept
+    open_to_all = tmp_path / "open"
+    open_to_all.mkdir()
+    open_to_all.chmod(0o777)
+    with pytest.raises(HubError, match="writable by other users"):
+        safe_folder(open_to_all)  # anyone could swap the environments in it
+    with pytest.raises(HubError, match="writable by other users"):
+        safe_folder(open_to_all / "envs")  # or the folder itself, from its parent
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)  # like /var/tmp: others cannot rename what is ours in it
+    assert safe_folder(sticky / "envs").is_dir()
+    with pytest.raises(HubError, match="writable by other users"):
+        safe_folder(sticky)
+    if os.geteuid() == 0:  # only root can give a folder away
+        taken = tmp_path / "taken"
+        taken.mkdir()
+        os.chown(taken, 65534, 65534)
+        with pytest.raises(HubError, match="belongs to user id 65534"):
+            safe_folder(taken / "envs")
+
+
+def test_setup_builds_or_reuses_the_environments_in_the_envs_folder_and_the_hub_runs_those(tmp_path, monkeypatch):
+    """`hub setup --envs DIR` in-process, with users, pip and nbgrader replaced by recorders."""
+    import json
+
+    calls = {}
+    monkeypatch.setattr(hub.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(hub, "create_user", lambda name: False)
+    monkeypatch.setattr(hub, "build_user_envs", lambda *args: calls.setdefault("envs", args[:3]))
+    monkeypatch.setattr(hub, "prepare_course", lambda layout, instructor: None)
+    monkeypatch.setattr(hub, "add_students_to_gradebook", lambda *args: None)
+    monkeypatch.setattr(hub, "readable_by_others", lambda path: False)
+    # checked for real in the test above (here it would see this user's folders through a faked root's eyes)
+    monkeypatch.setattr(hub, "safe_folder", lambda folder: calls.setdefault("checked", folder))
+    settings = hub.setup(tmp_path / "class", "teach", ["ada"], envs=tmp_path / "envs", log=lambda line: None)
+    student, instructor = tmp_path / "envs" / "student-env", tmp_path / "envs" / "instructor-env"
+    assert calls["checked"] == tmp_path / "envs"
+    assert calls["envs"] == (student, instructor, tmp_path / "class" / "course" / "exchange")
+    assert (settings["student_env"], settings["instructor_env"]) == (str(student), str(instructor))
+    written = json.loads((tmp_path / "class" / "jupyterhub" / "settings.json").read_text())
+    assert written["student_env"] == str(student)  # what hub/jupyterhub_config.py spawns students' servers from
+
+
+def test_the_command_line_passes_the_environments_folder_on(tmp_path, monkeypatch, capsys):
+    from autograder.hub import envs
+
+    seen = []
+    monkeypatch.setattr(hub, "setup", lambda root, instructor, students, roster, folder: seen.append(folder))
+    monkeypatch.setattr(hub, "build_ahead", lambda folder: seen.append(folder) or folder)
+    monkeypatch.delenv(envs.ENVS_VARIABLE, raising=False)
+    assert hub.main(["setup", "--root", str(tmp_path), "--students", "ada", "--envs", str(tmp_path / "e")]) == 0
+    assert hub.main(["setup", "--root", str(tmp_path), "--students", "ada"]) == 0
+    assert hub.main(["envs", "--envs", str(tmp_path / "e")]) == 0
+    assert hub.main(["envs"]) == 0  # `make hub-envs`: where the hub test looks
+    assert seen == [tmp_path / "e", None, tmp_path / "e", envs.prebuilt_dir()]
+    assert f"current in {envs.prebuilt_dir()}" in capsys.readouterr().out

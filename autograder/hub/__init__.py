@@ -2,10 +2,11 @@
 
 ::
 
-    python -m autograder hub setup    --root DIR --instructor NAME --students NAME ... [--roster CSV]
+    python -m autograder hub setup    --root DIR --instructor NAME --students NAME ... [--roster CSV] [--envs ENVS]
     python -m autograder hub start    --root DIR [--port N]          # foreground; Ctrl-C stops it
     python -m autograder hub up       ...                            # setup, then start (`make hub`)
     python -m autograder hub teardown --root DIR [--purge]
+    python -m autograder hub envs     [--envs ENVS]                  # both environments, built ahead (make hub-envs)
 
 Run as root: set-up creates Unix users and the hub starts each user's server as
 that user (JupyterHub's ``LocalProcessSpawner``). Everything lives under one
@@ -28,6 +29,8 @@ path                    mode   why
 ``student-env/``        0755   students' Python: the student edition (no grader, no solutions),
                                JupyterLab and nbgrader without Formgrader or Create Assignment
 ``instructor-env/``     0755   the instructor's Python: this repository, installed editable
+                               (both environments go in ``ENVS/`` instead with ``--envs ENVS``: built
+                               ahead by ``hub envs``, root's, no folder on the way writable by others)
 ``jupyterhub/``         0700   the hub's settings, passwords, database, cookie secret, pid files (root)
 ======================  =====  =====================================================================
 
@@ -59,7 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.course import COURSE_ID, REPO
-from autograder.hub.envs import build_user_envs, render
+from autograder.hub.envs import build_ahead, build_user_envs, prebuilt_dir, render, safe_folder
 from autograder.hub.users import (NOBODY, SYSTEM_PATH, UMASK, HubError, create_user, end_processes, remove_user,
                                   run_as)
 
@@ -79,12 +82,19 @@ class Layout:
     """Where the hub keeps everything, under one ``root`` folder: the folders and files named in the table above."""
 
     root: Path
+    #: the folder of ``student-env/`` and ``instructor-env/`` when not ``root`` (``--envs``: built ahead, ``hub envs``)
+    envs: Path | None = None
+
+    @property
+    def envs_folder(self) -> Path:
+        """Where the two environments are: :attr:`envs`, or ``root``."""
+        return self.envs or self.root
 
     course = _inside("root", "course")  #: the nbgrader course directory
     exchange = _inside("course", "exchange")
     course_exchange = _inside("exchange", COURSE_ID)
-    student_env = _inside("root", "student-env")
-    instructor_env = _inside("root", "instructor-env")
+    student_env = _inside("envs_folder", "student-env")
+    instructor_env = _inside("envs_folder", "instructor-env")
     state = _inside("root", "jupyterhub")
     settings = _inside("state", "settings.json")
     users_file = _inside("state", "users.json")
@@ -174,7 +184,8 @@ def load_json(path: Path, default):
     return json.loads(path.read_text()) if path.exists() else default
 
 
-def setup(root: Path, instructor: str, students: list[str], roster: Path | None = None, log=print) -> dict:
+def setup(root: Path, instructor: str, students: list[str], roster: Path | None = None, envs: Path | None = None,
+          log=print) -> dict:
     """Set up the class under ``root``: users, students' environment, course directory, exchange, hub settings.
 
     Safe to run again (after adding students, or to repair modes); existing Unix
@@ -190,6 +201,11 @@ def setup(root: Path, instructor: str, students: list[str], roster: Path | None 
         Unix user names of the students (added to the roster's, if any).
     roster : Path, optional
         nbgrader roster CSV (``id,first_name,last_name,email,lms_user_id``), imported into the gradebook.
+    envs : Path, optional
+        Folder of the two environments instead of ``root`` (e.g. built ahead by ``hub envs``, :func:`envs.build_ahead`):
+        each is reused when current, else built there; the students' is configured for this class's exchange, so
+        give each class a folder of its own. Created if missing; it and the folders above must be root's and not
+        writable by others (:func:`envs.safe_folder`).
 
     Returns
     -------
@@ -199,7 +215,7 @@ def setup(root: Path, instructor: str, students: list[str], roster: Path | None 
     Raises
     ------
     HubError
-        If not run as root, a name is invalid or used twice, or a step fails.
+        If not run as root, a name is invalid or used twice, the ``envs`` folder is not safe, or a step fails.
     """
     if os.geteuid() != 0:
         raise HubError("the hub's set-up creates Unix users and files for them: run it as root")
@@ -208,7 +224,7 @@ def setup(root: Path, instructor: str, students: list[str], roster: Path | None 
         raise HubError("no students: give --students NAME ... or --roster FILE")
     if instructor in students:
         raise HubError(f"{instructor!r} cannot be both the instructor and a student")
-    layout = Layout(root.resolve())
+    layout = Layout(root.resolve(), safe_folder(envs) if envs is not None else None)
     layout.root.mkdir(parents=True, exist_ok=True)
     layout.root.chmod(0o755)
     layout.state.mkdir(exist_ok=True)
@@ -344,7 +360,7 @@ def teardown(root: Path, purge: bool = False, log=print) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m autograder hub setup|start|up|teardown``; returns the exit code (1 with one line on error)."""
+    """``python -m autograder hub setup|start|up|teardown|envs``; returns the exit code (1 with one line on error)."""
     parser = argparse.ArgumentParser(prog="python -m autograder hub", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     for name in ("setup", "up"):
@@ -353,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("--instructor", default="instructor")
         sub.add_argument("--students", nargs="*", default=[])
         sub.add_argument("--roster", type=Path, help="nbgrader roster CSV: id,first_name,last_name,email,lms_user_id")
+        sub.add_argument("--envs", type=Path, help="folder of the two environments (default: inside --root), "
+                                                   "e.g. built ahead by `hub envs`; one per class")
         if name == "up":
             sub.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     sub = commands.add_parser("start", help="start the hub of a set-up class (foreground)")
@@ -361,14 +379,20 @@ def main(argv: list[str] | None = None) -> int:
     sub = commands.add_parser("teardown", help="stop the hub and remove the Unix users set-up created")
     sub.add_argument("--root", type=Path, default=DEFAULT_ROOT)
     sub.add_argument("--purge", action="store_true", help="also delete the root folder (course, gradebook, exchange)")
+    sub = commands.add_parser("envs", help="build the users' two environments ahead (make hub-envs)")
+    sub.add_argument("--envs", type=Path, default=None,
+                     help="where (default: $ATTENTION_LAB_HUB_ENVS or /var/tmp/attention-lab-hub-envs/<checkout>, "
+                          "where the hub test looks)")
     args = parser.parse_args(argv)
     try:
         if args.command in ("setup", "up"):
-            setup(args.root, args.instructor, args.students, args.roster)
+            setup(args.root, args.instructor, args.students, args.roster, args.envs)
             if args.command == "up":
                 start(args.root, args.port)
         elif args.command == "start":
             start(args.root, args.port)
+        elif args.command == "envs":
+            print(f"the hub users' environments are current in {build_ahead(args.envs or prebuilt_dir())}")
         else:
             teardown(args.root, args.purge)
     except HubError as error:

@@ -6,13 +6,19 @@ one download of the wheels both need), and rebuilt only when what they are
 built from changes. The students' holds the
 student edition (no grader, no solutions) with Formgrader, Create Assignment
 and the Course List switched off; the instructor's holds this repository.
+
+They live in a class's own folder (``make hub``), or in a folder of their own
+built ahead as an install step (``make hub-envs``, :func:`build_ahead`), where
+the hub test and ``hub setup --envs DIR`` find them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -38,6 +44,55 @@ PINNED = ("jupyterhub", "jupyterlab", "jupyter-server", "jupyter-client", "noteb
 STUDENT_DISABLED_LABEXTENSIONS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
                                   "@jupyter/nbgrader:course-list")
 STUDENT_DISABLED_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list")
+
+
+#: Where ``make hub-envs`` builds the two environments ahead, one folder per checkout (the instructor's is this
+#: checkout installed editable, the students' holds its student edition), and where tests/test_hub.py looks for
+#: them: outside the checkout, which stays unreadable for students, and outside any class's folder. Venvs cannot
+#: be moved, so they are built where they are used. :data:`ENVS_VARIABLE` names another folder.
+PREBUILT_PARENT = Path("/var/tmp/attention-lab-hub-envs")
+ENVS_VARIABLE = "ATTENTION_LAB_HUB_ENVS"
+
+
+def prebuilt_dir(repo: Path = REPO) -> Path:
+    """The folder of the environments built ahead for the checkout ``repo``: ``$ATTENTION_LAB_HUB_ENVS`` if set,
+    else ``/var/tmp/attention-lab-hub-envs/<first 12 hex digits of the SHA-256 of the checkout's path>``."""
+    if os.environ.get(ENVS_VARIABLE):
+        return Path(os.environ[ENVS_VARIABLE]).resolve()
+    return PREBUILT_PARENT / hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:12]
+
+
+def safe_folder(folder: Path) -> Path:
+    """Create ``folder`` (0755) if missing and check that no other user can change what is in it; its resolved path.
+
+    The environments' folder is shared by every user's server, and a place like
+    ``/var/tmp`` lets anyone create a folder first: the folder and each folder
+    above it must belong to root (or this user), and none may be writable by
+    others, except a sticky one above it (``/var/tmp``, ``/tmp``, ``/dev/shm``),
+    where nobody else can rename or remove what is ours.
+
+    Raises
+    ------
+    HubError
+        If ``folder`` or a folder above it is not a directory, belongs to another user, or others may write in it.
+    """
+    folder = folder.resolve()
+    for path in reversed([folder, *folder.parents]):
+        if not path.exists():
+            path.mkdir(mode=0o755)
+            path.chmod(0o755)  # whatever the umask
+    for path in [folder, *folder.parents]:
+        info = path.lstat()
+        if not stat.S_ISDIR(info.st_mode):
+            raise HubError(f"{path} is not a directory (the users' environments go in {folder})")
+        if info.st_uid not in (0, os.geteuid()):
+            raise HubError(f"{path} belongs to user id {info.st_uid}, who could replace the users' environments "
+                           f"in {folder}: remove it or choose another folder")
+        others_write = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        if others_write and (path == folder or not info.st_mode & stat.S_ISVTX):
+            raise HubError(f"{path} is writable by other users (mode {stat.S_IMODE(info.st_mode):04o}), who could "
+                           f"replace the users' environments in {folder}: `chmod go-w {path}` or choose another folder")
+    return folder
 
 
 def render(template: str, **values: str) -> str:
@@ -90,15 +145,26 @@ BUILD_REQUIREMENT = "setuptools>=77"
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """One environment to build: its folder, what pip installs in it, and what else its stamp is made of."""
+    """One environment to build: its folder, what pip installs in it, and what else its stamp is made of.
+
+    ``local_projects`` are folders pip installs too, built afresh in a temporary
+    folder for each set-up: their paths change every time, so they stay out of
+    the stamp, and a digest of their content goes in ``stamp_inputs`` instead.
+    """
 
     target: Path
     requirements: tuple[str, ...]
     stamp_inputs: tuple[str, ...] = ()
+    local_projects: tuple[str, ...] = ()
 
     def stamp(self, freeze: str) -> str:
         """Key of the built environment: the constraints, the requirements and the stamp inputs (hashed)."""
         return hashlib.sha256("\0".join([freeze, *self.requirements, *self.stamp_inputs]).encode()).hexdigest()
+
+    @property
+    def installs(self) -> tuple[str, ...]:
+        """What ``pip install`` gets: the requirements and the local projects."""
+        return (*self.requirements, *self.local_projects)
 
     @property
     def stamp_file(self) -> Path:
@@ -147,13 +213,13 @@ def build_envs(specs: list[EnvSpec], log=print) -> list[bool]:
             _run([str(shared_interpreter()), "-m", "venv", "--without-pip", str(spec.target)], spec.target, scratch)
         # resolved and downloaded for the shared interpreter (`--python` of one of the new venvs): its patch
         # release may be older than this one, and some packages' newest versions need a newer one
-        everything = list(dict.fromkeys(r for spec in todo for r in spec.requirements if r != "-e"))
+        everything = list(dict.fromkeys(r for spec in todo for r in spec.installs if r != "-e"))
         _run([*pip, "--python", str(todo[0].target / "bin" / "python"), "download", "--quiet", "-c", str(constraints),
               "-d", str(wheelhouse), *everything, BUILD_REQUIREMENT], todo[0].target, scratch)
 
         def fill(spec: EnvSpec) -> None:
             _run([*pip, "--python", str(spec.target / "bin" / "python"), "install", "--quiet", "--no-index",
-                  "--find-links", str(wheelhouse), "-c", str(constraints), *spec.requirements], spec.target, scratch)
+                  "--find-links", str(wheelhouse), "-c", str(constraints), *spec.installs], spec.target, scratch)
             spec.stamp_file.write_text(spec.stamp(freeze))
 
         with ThreadPoolExecutor(max_workers=2) as pool:  # unpacking and byte-compiling: set-up's slow part
@@ -178,8 +244,12 @@ def student_edition(scratch: Path) -> tuple[Path, str]:
     return edition, digest.hexdigest()
 
 
-def build_user_envs(student_env: Path, instructor_env: Path, exchange: Path, log=print) -> None:
+def build_user_envs(student_env: Path, instructor_env: Path, exchange: Path | None, log=print) -> None:
     """Make ``student-env/`` and ``instructor-env/`` (:func:`build_envs`), then configure the students' one.
+
+    Either is reused as it is when its stamp is current (e.g. built ahead by
+    :func:`build_ahead`); the students' is configured again every time (for
+    ``exchange``; ``None`` when built ahead, with no class yet).
 
     ``student-env/``: the student edition, JupyterHub's single-user server,
     JupyterLab and nbgrader. Nothing of ``autograder`` or ``source/`` is in it
@@ -201,30 +271,50 @@ def build_user_envs(student_env: Path, instructor_env: Path, exchange: Path, log
     with tempfile.TemporaryDirectory(prefix="attention-lab-student-") as scratch:
         edition, digest = student_edition(Path(scratch))
         _, instructor_built = build_envs(
-            [EnvSpec(student_env, ("jupyterhub", str(edition)), (digest,)),
+            [EnvSpec(student_env, ("jupyterhub",), (digest,), (str(edition),)),
              EnvSpec(instructor_env, ("-e", str(REPO)), ((REPO / "pyproject.toml").read_text(),))], log=log)
     configure_student_env(student_env, exchange)
     if instructor_built:
         subprocess.run(["chmod", "-R", "a+rX,go-w", str(instructor_env)], check=True)
 
 
-def configure_student_env(env: Path, exchange: Path) -> None:
+def build_ahead(folder: Path, log=print) -> Path:
+    """``make hub-envs``: build (or keep, when current) both environments in ``folder``, ahead of any class.
+
+    An install step: ``hub setup --envs FOLDER`` and tests/test_hub.py then only
+    configure the students' one for their exchange. ``folder`` is checked with
+    :func:`safe_folder`; the environments are root's and read-only for everyone else.
+
+    Raises
+    ------
+    HubError
+        If not run as root, ``folder`` is not safe, or a build step fails.
+    """
+    if os.geteuid() != 0:
+        raise HubError("the users' environments are built as root (read-only for the hub's users): run it as root")
+    folder = safe_folder(folder)
+    build_user_envs(folder / "student-env", folder / "instructor-env", None, log)
+    return folder
+
+
+def configure_student_env(env: Path, exchange: Path | None) -> None:
     """Switch off the instructor's parts of nbgrader in ``env``, configure its exchange, make it read-only for users.
 
-    Applied on every set-up (cheap, idempotent), so that a changed setting reaches an existing environment.
+    Applied on every set-up (cheap, idempotent), so that a changed setting reaches an existing environment;
+    ``exchange`` None (environments built ahead, :func:`build_ahead`) writes no nbgrader configuration.
 
     Raises
     ------
     HubError
         If one of the configuration commands fails.
     """
-    config = render("student_nbgrader_config.py", course_id=COURSE_ID, exchange=str(exchange))
     # locked, so that a student's own settings cannot switch them on again
     jupyter(env, "labextension", "disable", "--level=sys_prefix", *STUDENT_DISABLED_LABEXTENSIONS)
     jupyter(env, "labextension", "lock", "--level=sys_prefix", *STUDENT_DISABLED_LABEXTENSIONS)
-    for name in STUDENT_DISABLED_SERVER_EXTENSIONS:
-        jupyter(env, "server", "extension", "disable", "--sys-prefix", name)
-    (env / "etc" / "jupyter" / "nbgrader_config.py").write_text(config)
+    jupyter(env, "server", "extension", "disable", "--sys-prefix", *STUDENT_DISABLED_SERVER_EXTENSIONS)  # one command
+    if exchange is not None:
+        (env / "etc" / "jupyter" / "nbgrader_config.py").write_text(
+            render("student_nbgrader_config.py", course_id=COURSE_ID, exchange=str(exchange)))
     settings = env / "share" / "jupyter" / "lab" / "settings"
     settings.mkdir(parents=True, exist_ok=True)
     # JupyterLab's defaults for everyone on this environment: no "news" pop-up covering the page
