@@ -322,9 +322,11 @@ def run_in_process(course: Path, *args: str) -> subprocess.CompletedProcess:
     """:func:`run_cli`'s command run by its module's ``main`` in this process; its stdout and stderr as a finished
     process's, its exit status as the return code.
 
-    For the two runs that grade nothing (a re-check of an unchanged notebook, and `grade` refused before the first
-    student), where a fresh interpreter's start and imports were most of their cost (1.8-1.9 CPU-s each, of ~0.2
-    left): the two that grade run the command line itself. The environment is as run_cli's, for the call only.
+    For the runs after the first, which checks the command line itself from a fresh interpreter: a fresh
+    interpreter's start and imports (about 1.8 CPU-s a run) were most of the cost of the two that grade nothing (a
+    re-check of an unchanged notebook, `grade` refused before the first student), and the re-check after the fix
+    also skips the feedback templates' warm-up done here before. The environment is run_cli's, for the call only
+    (``check`` puts this interpreter's bin/ on PATH); the grading jobs are forked from this process.
     """
     command, rest = args[0], [*args[1:], "--course-dir", str(course)]
     main = {"check": self_check.main, "grade": grading.main}[command]
@@ -354,7 +356,7 @@ def checked(tmp_path_factory):
     nbformat.write(fixed, str(mine))
     with open(course / "nbgrader_config.py", "a") as config:
         config.write(NO_BWRAP)
-    runs["fixed, no bubblewrap"] = run_cli(course, "check")
+    runs["fixed, no bubblewrap"] = run_in_process(course, "check")
     runs["grade, no bubblewrap"] = run_in_process(course, "grade", ASSIGNMENT)
     runs["instructor state"] = (before, instructor_state(course))
     return course, runs
