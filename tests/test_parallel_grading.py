@@ -3,10 +3,10 @@
 Three of assignment 1's end-to-end sample (full marks, none, a named mistake) are graded twice, in two course
 directories, on one worker and on two: every score, comment, gradebook row and feedback file must be the same. A
 course copied outside the checkout is graded from its own directory by ``python -m autograder grade`` (``make
-grade``: release/ untouched, the grades CSV and the feedback written); a re-run grades only what changed or was not
-graded (``gradebook-hashes.json``) unless ``--force``, and a full-marks student whose new submission ends its
-kernel is reported with its new marks. A course whose sandboxed kernel cannot import ``attention_lab`` stops
-before the first student.
+grade``: release/ untouched, the grades CSV and the feedback written); a re-run (the command's ``main``, in this
+process) grades only what changed or was not graded (``gradebook-hashes.json``) unless ``--force``, and a
+full-marks student whose new submission ends its kernel is reported with its new marks. A course whose sandboxed
+kernel cannot import ``attention_lab`` stops before the first student.
 Two of the sample (the untouched release and a named mistake) graded by the command line on a Dask cluster (two
 worker processes) into a PostgreSQL gradebook give what the one-worker run gave them; a shipped job grades with
 its course directory gone. The throughput benchmark's plain nbgrader grades the smallest class that tells its

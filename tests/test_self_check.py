@@ -4,7 +4,8 @@ In-process tests cover the report, the scratch course, the refusal of unsandboxe
 feedback and its sanitising, and the button (with a stand-in check). The slow ones grade for real, once:
 a sandboxed first check of assignment 1 with a known mistake, a re-check of the unchanged notebook, a
 re-check after the fix with bubblewrap made unavailable (a config switch), the instructor's `grade` refusing
-that machine, and one Chromium test: the button on the start page in JupyterLab, its link to the feedback,
+that machine (the first by the command line, the others by their command's ``main`` in this process), and one
+Chromium test: the button on the start page in JupyterLab, its link to the feedback,
 and the feedback in JupyterLab's HTML viewer (math as MathML, long lines wrapped).
 """
 
