@@ -3,10 +3,10 @@
 Three of assignment 1's end-to-end sample (full marks, none, a named mistake) are graded twice, in two course
 directories, on one worker and on two: every score, comment, gradebook row and feedback file must be the same. A
 course copied outside the checkout is graded from its own directory by ``python -m autograder grade`` (``make
-grade``: release/ untouched, the grades CSV and the feedback written); a re-run grades only what changed or was not
-graded (``gradebook-hashes.json``) unless ``--force``, and a full-marks student whose new submission ends its
-kernel is reported with its new marks. A course whose sandboxed kernel cannot import ``attention_lab`` stops
-before the first student.
+grade``: release/ untouched, the grades CSV and the feedback written); a re-run (the command's ``main``, in this
+process) grades only what changed or was not graded (``gradebook-hashes.json``) unless ``--force``, and a
+full-marks student whose new submission ends its kernel is reported with its new marks. A course whose sandboxed
+kernel cannot import ``attention_lab`` stops before the first student.
 Two of the sample (the untouched release and a named mistake) graded by the command line on a Dask cluster (two
 worker processes) into a PostgreSQL gradebook give what the one-worker run gave them; a shipped job grades with
 its course directory gone. The throughput benchmark's plain nbgrader grades the smallest class that tells its
@@ -161,6 +161,21 @@ def grade_here(course: Path, *args: str) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=1800)
 
 
+def grade_here_in_process(course: Path, *args: str) -> subprocess.CompletedProcess:
+    """:func:`grade_here`'s command (``grading.main``, what ``python -m autograder grade`` runs) in this process,
+    from inside ``course``; its stdout and stderr as a finished process's.
+
+    For the runs after the copied course's first: that first run checks the command from a fresh interpreter, and
+    a re-run's claims are about what it grades and prints, which is the same code here without an interpreter's
+    start, its imports and the sandbox check that this process already passed for this configuration (about 1.5-2
+    CPU-s a run). The jobs are forked from this process, as graded_twice's are.
+    """
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(course), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = grading.main([ASSIGNMENT, *args])
+    return subprocess.CompletedProcess(["grading.main", ASSIGNMENT, *args], code, out.getvalue(), err.getvalue())
+
+
 def test_a_course_outside_the_checkout_is_graded_from_its_own_directory_and_failures_are_listed(copied_course,
                                                                                                  copied_runs):
     release = files(copied_course / "release")
@@ -185,7 +200,7 @@ def test_a_re_run_grades_only_what_changed_or_failed_and_no_earlier_full_marks_s
         pytest.skip("needs the graded copy of the test before")
     crashing = honest_notebook(causal_mask="import os\nos._exit(1)")  # amy hands in again: it ends the kernel
     nbformat.write(crashing, str(copied_course / "submitted" / "amy" / ASSIGNMENT / NOTEBOOK))
-    again = grade_here(copied_course)
+    again = grade_here_in_process(copied_course)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "1 submission(s) unchanged since they were graded" in again.stdout  # bo
     # read back as it was graded (compared cell by cell: the table's column widths follow the other rows)
@@ -194,7 +209,7 @@ def test_a_re_run_grades_only_what_changed_or_failed_and_no_earlier_full_marks_s
     full = f"{FULL:g}/{FULL:g}"
     amy = student_line(again.stdout, "amy")
     assert full not in amy and f"{hostile.BEFORE_MASK:g}/{FULL:g}" in amy
-    forced = grade_here(copied_course, "--force", "--workers", "2")
+    forced = grade_here_in_process(copied_course, "--force", "--workers", "2")
     assert forced.returncode == 0, forced.stderr[-3000:]
     assert "unchanged" not in forced.stdout
     assert sorted(log_sections(copied_course)[-1]) == ["amy", "bo", "eve-empty"]
@@ -221,9 +236,9 @@ def test_a_kernel_that_cannot_import_attention_lab_stops_the_run_before_the_firs
 def test_the_throughput_benchmark_s_plain_nbgrader_gives_the_scores_of_two_workers(graded_twice, tmp_path):
     """The benchmark's smoke run, its own half: plain nbgrader (``grading_throughput.plain_nbgrader``) on the
     benchmark's class of two against the two-worker run above, which graded the same two notebooks. The other half,
-    ``grade --workers 2 --force`` on the command line, is the copied course's forced run below; running it here too
-    cost a third ``grade_class`` of these students (its fixed cost: an interpreter, generate_assignment, the
-    preflight kernel)."""
+    the command's ``grade --workers 2 --force``, is the copied course's forced run above (``grading.main``); running
+    it here too cost a third ``grade_class`` of these students (its fixed cost: an interpreter, generate_assignment,
+    the preflight kernel)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     import grading_throughput
 
@@ -256,10 +271,22 @@ cluster.close()
 """
 
 
+#: Dask's own housekeeping, slowed down for the test cluster (Dask's configuration by environment variable): by
+#: default each of its processes checks its event loop every 20 ms, samples the machine every 500 ms and its
+#: workers' memory every 100 ms, and each worker samples its threads' stacks every 10 ms for the dashboard's
+#: profile. Idle, that cost the cluster 1.8 CPU-s every 30 s; so slowed, 0.3 (measured 2026-12-06), while the
+#: grading runs, which waits on kernels most of its wall time. None of it takes part in grading: a job's memory
+#: and wall clock are limited in its own grading process (StudentBudget), never by the Dask worker.
+QUIET_DASK = {"DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
+              "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "5s",
+              "DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL": "1s",
+              "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
+
+
 @contextlib.contextmanager
 def local_cluster():
     """The address of a running two-worker Dask LocalCluster; stopped on exit. Its workers cannot read PGPASSFILE."""
-    env = {k: v for k, v in os.environ.items() if k != "PGPASSFILE"}
+    env = {**{k: v for k, v in os.environ.items() if k != "PGPASSFILE"}, **QUIET_DASK}
     cluster = subprocess.Popen([sys.executable, "-c", CLUSTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True, env=env)
     try:

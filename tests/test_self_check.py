@@ -4,7 +4,8 @@ In-process tests cover the report, the scratch course, the refusal of unsandboxe
 feedback and its sanitising, and the button (with a stand-in check). The slow ones grade for real, once:
 a sandboxed first check of assignment 1 with a known mistake, a re-check of the unchanged notebook, a
 re-check after the fix with bubblewrap made unavailable (a config switch), the instructor's `grade` refusing
-that machine, and one Chromium test: the button on the start page in JupyterLab, its link to the feedback,
+that machine (the first by the command line, the others by their command's ``main`` in this process), and one
+Chromium test: the button on the start page in JupyterLab, its link to the feedback,
 and the feedback in JupyterLab's HTML viewer (math as MathML, long lines wrapped).
 """
 
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import nbformat
 import nbgrader
@@ -317,6 +319,26 @@ def run_cli(course: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=900)
 
 
+def run_in_process(course: Path, *args: str) -> subprocess.CompletedProcess:
+    """:func:`run_cli`'s command run by its module's ``main`` in this process; its stdout and stderr as a finished
+    process's, its exit status as the return code.
+
+    For the runs after the first, which checks the command line itself from a fresh interpreter: a fresh
+    interpreter's start and imports (about 1.8 CPU-s a run) were most of the cost of the two that grade nothing (a
+    re-check of an unchanged notebook, `grade` refused before the first student), and the re-check after the fix
+    also skips the feedback templates' warm-up done here before. The environment is run_cli's, for the call only
+    (``check`` puts this interpreter's bin/ on PATH); the grading jobs are forked from this process.
+    """
+    command, rest = args[0], [*args[1:], "--course-dir", str(course)]
+    main = {"check": self_check.main, "grade": grading.main}[command]
+    out, err = io.StringIO(), io.StringIO()
+    environment = {"OPENBLAS_NUM_THREADS": "1",
+                   "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    with mock.patch.dict(os.environ, environment), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(rest)
+    return subprocess.CompletedProcess(["python", "-m", "autograder", *args], code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory):
     """One course folder checked three times, and the instructor's `grade` tried on it; the outputs of each."""
@@ -328,15 +350,15 @@ def checked(tmp_path_factory):
     runs = {"first": run_cli(course, "check", "01")}
     log = course / self_check.SCRATCH / "grading.log"
     runs["log after first"] = log.read_text() if log.exists() else ""
-    runs["again"] = run_cli(course, "check", "01")
+    runs["again"] = run_in_process(course, "check", "01")
     runs["log after again"] = log.read_text() if log.exists() else ""
     fixed = learner_notebook(None)
     fixed.cells.append(nbformat.v4.new_code_cell("# " + "a very long comment line without a break " * 12 + "x" * 300))
     nbformat.write(fixed, str(mine))
     with open(course / "nbgrader_config.py", "a") as config:
         config.write(NO_BWRAP)
-    runs["fixed, no bubblewrap"] = run_cli(course, "check")
-    runs["grade, no bubblewrap"] = run_cli(course, "grade", ASSIGNMENT)
+    runs["fixed, no bubblewrap"] = run_in_process(course, "check")
+    runs["grade, no bubblewrap"] = run_in_process(course, "grade", ASSIGNMENT)
     runs["instructor state"] = (before, instructor_state(course))
     return course, runs
 
