@@ -30,6 +30,8 @@ import hashlib
 import io
 import json
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,27 +62,57 @@ class ArrayFromSubclass(np.ndarray):
     source_class = ""
 
 
-class SeededNormal(np.ndarray):
-    """A hidden input drawn from NumPy's default generator: sent into the kernel as its recipe, not its data.
+class RecipeArray(np.ndarray):
+    """A hidden input the kernel can make itself: sent as its recipe (a few dozen bytes), not its data.
 
-    Made by :func:`seeded_normals`. :func:`encode` sends ``{"seeded_normal": recipe}`` (a few dozen bytes) for
-    one whose values are still those its recipe draws, and :func:`decode` draws them again as a plain
-    ``numpy.ndarray``. Assignment 7's T = 20 000 case holds three 20 000 × 8 arrays: sent as data they made a
-    6.8 MB probe cell, which the learner's kernel spent seconds reading (IPython transforms and compiles a
-    cell's whole text) for every student. An array derived from one (a view, an arithmetic result) has no
-    recipe and is sent as data.
+    :func:`encode` sends ``{tag: recipe}`` for one whose values are still those its recipe makes, and
+    :func:`decode` makes them again as a plain ``numpy.ndarray``. An array derived from one (a view, an
+    arithmetic result) has no recipe and is sent as data. Assignment 7's T = 20 000 case holds three
+    20 000 × 8 arrays and assignment 9's cases the trained model (300 KB a case): sent as data they made
+    probe cells of 6.8 MB and 0.8 MB, which each student's kernel spent seconds reading (IPython transforms
+    and compiles a cell's whole text).
 
     Attributes
     ----------
     recipe : dict or None
-        ``{"seed": int, "shape": [int, ...], "count": int, "index": int}``: the ``index``-th of ``count``
-        consecutive ``numpy.random.default_rng(seed).normal(size=shape)`` draws.
+        What :func:`decode` needs to make the array again (see the subclasses).
     """
 
     recipe: dict | None = None
+    tag = ""
 
     def __array_finalize__(self, obj) -> None:
-        self.recipe = None  # a view or a result of this array is data, not the draw
+        self.recipe = None  # a view or a result of this array is data, not the input
+
+    def holds_its_recipe(self) -> bool:
+        """Whether the values are still the ones the recipe makes."""
+        raise NotImplementedError
+
+
+class SeededNormal(RecipeArray):
+    """A standard-normal draw of NumPy's default generator (:func:`seeded_normals`).
+
+    ``recipe`` is ``{"seed": int, "shape": [int, ...], "count": int, "index": int}``: the ``index``-th of
+    ``count`` consecutive ``numpy.random.default_rng(seed).normal(size=shape)`` draws.
+    """
+
+    tag = "seeded_normal"
+
+    def holds_its_recipe(self) -> bool:
+        return np.array_equal(self, draw_seeded(self.recipe))
+
+
+class PackageArray(RecipeArray):
+    """An array stored in a ``.npz`` file of this package (:func:`package_arrays`; assignment 9's weights).
+
+    ``recipe`` is ``{"file": "<folder>/<name>.npz", "key": str, "sha256": hex}``, the file relative to the
+    ``attention_lab`` package and the SHA-256 of the array's dtype, shape and bytes (:func:`array_digest`).
+    """
+
+    tag = "package_array"
+
+    def holds_its_recipe(self) -> bool:
+        return array_digest(np.asarray(self)) == self.recipe["sha256"]
 
 
 #: The largest draw :func:`decode` makes again (elements of one array, arrays drawn): far above the hidden cases'
@@ -167,17 +199,87 @@ def read_back(argument, sent) -> Any:
     Returns
     -------
     object
-        ``sent`` when it was a ``seeded_normal`` recipe and ``argument`` still equals its draw; else
+        ``sent`` when it was a recipe (:class:`RecipeArray`) and ``argument`` still equals what it makes; else
         :func:`encode` of an array argument, or None for any other argument.
     """
-    if (isinstance(sent, dict) and set(sent) == {"seeded_normal"} and type(argument) is np.ndarray
-            and argument.dtype == np.float64):
+    if isinstance(sent, dict) and len(sent) == 1 and next(iter(sent)) in _MAKERS and type(argument) is np.ndarray:
         try:
-            if np.array_equal(argument, draw_seeded(sent["seeded_normal"])):
-                return sent
+            made = decode(sent)
         except ValueError:
-            pass
+            made = None
+        if made is not None and made.dtype == argument.dtype and np.array_equal(argument, made):
+            return sent
     return encode(argument) if isinstance(argument, np.ndarray) else None
+
+
+#: What a package_array recipe may name: a .npz file one folder deep in this package, and an array key.
+_PACKAGE_FILE = re.compile(r"[a-z0-9_]+/[a-z0-9_]+\.npz")
+_PACKAGE_KEY = re.compile(r"[A-Za-z0-9_.]{1,100}")
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def array_digest(array: np.ndarray) -> str:
+    """SHA-256 (hex) of an array's dtype, shape and C-order bytes."""
+    hasher = hashlib.sha256(f"{array.dtype.str}{array.shape}".encode("ascii"))
+    hasher.update(np.ascontiguousarray(array).tobytes())
+    return hasher.hexdigest()
+
+
+def package_arrays(file: str) -> dict[str, PackageArray]:
+    """Every array of ``attention_lab/<file>`` (a ``.npz``), each carrying its recipe (:class:`PackageArray`).
+
+    Parameters
+    ----------
+    file : str
+        ``"<folder>/<name>.npz"`` relative to the ``attention_lab`` package, e.g. ``"a09_tiny_gpt/weights.npz"``.
+
+    Returns
+    -------
+    dict of str to PackageArray
+        Key → array, in the file's order.
+
+    Raises
+    ------
+    ValueError
+        If ``file`` is not a ``.npz`` one folder deep in the package.
+    """
+    if not isinstance(file, str) or not _PACKAGE_FILE.fullmatch(file):
+        raise ValueError(f"file must be '<folder>/<name>.npz' inside attention_lab; received {str(file)[:80]!r}")
+    arrays = {}
+    with np.load(PACKAGE_ROOT / file, allow_pickle=False) as stored:
+        for key in stored.files:
+            array = np.array(stored[key]).view(PackageArray)
+            array.recipe = {"file": file, "key": key, "sha256": array_digest(np.asarray(array))}
+            arrays[key] = array
+    return arrays
+
+
+def load_package_array(recipe) -> np.ndarray:
+    """The array a :class:`PackageArray` recipe names, read from this package's file (a plain, writeable array).
+
+    Raises
+    ------
+    ValueError
+        If ``recipe`` is malformed, names a file outside the package or a missing key, or the stored array's
+        digest is not the recipe's (this package's file differs from the grader's).
+    """
+    if not isinstance(recipe, dict) or set(recipe) != {"file", "key", "sha256"} \
+            or not all(isinstance(recipe[k], str) for k in recipe):
+        raise ValueError(f"a package_array recipe must be a dict of strings file, key, sha256; received {str(recipe)[:80]}")
+    if not _PACKAGE_FILE.fullmatch(recipe["file"]) or not _PACKAGE_KEY.fullmatch(recipe["key"]):
+        raise ValueError(f"a package_array recipe names a file or key outside the package; received {str(recipe)[:80]}")
+    try:
+        with np.load(PACKAGE_ROOT / recipe["file"], allow_pickle=False) as stored:
+            array = np.array(stored[recipe["key"]])
+    except (OSError, KeyError) as missing:
+        raise ValueError(f"the package has no array {recipe['key']!r} in {recipe['file']}: {missing}") from None
+    if array_digest(array) != recipe["sha256"]:
+        raise ValueError(f"{recipe['file']}[{recipe['key']!r}] differs from the grader's (SHA-256 mismatch)")
+    return array
+
+
+#: decode's maker of each recipe form.
+_MAKERS = {"seeded_normal": lambda recipe: draw_seeded(recipe), "package_array": lambda recipe: load_package_array(recipe)}
 
 
 #: Texts of small arrays, in both directions: the grader and the probe encode and decode the same hidden inputs,
@@ -273,14 +375,15 @@ def encode(value: Any, depth: int = 0) -> Any:
         return value if abs(value) < 2**53 else {"float": repr(float(value))}
     if kind is float:
         return value if math.isfinite(value) else {"float": repr(value)}
-    if kind is SeededNormal and value.recipe is not None and np.array_equal(value, draw_seeded(value.recipe)):
-        return {"seeded_normal": dict(value.recipe)}
+    if isinstance(value, RecipeArray) and kind in (SeededNormal, PackageArray) and value.recipe is not None \
+            and value.holds_its_recipe():
+        return {kind.tag: dict(value.recipe)}
     if isinstance(value, np.ndarray):
         plain = np.array(value, copy=True, subok=False)
         if plain.dtype.hasobject or plain.dtype.kind in "OVSUMm":
             return {"unsupported": f"an array of dtype {plain.dtype}"}
         encoded = {"ndarray": _npy(plain)}
-        if kind not in (np.ndarray, SeededNormal):
+        if kind not in (np.ndarray, SeededNormal, PackageArray):
             encoded["class"] = f"{kind.__module__}.{kind.__qualname__}"
         return encoded
     if isinstance(value, np.generic) and type(value).__module__ == "numpy":
@@ -323,8 +426,9 @@ def decode(data: Any) -> Any:
                 array = array.view(ArrayFromSubclass)
                 array.source_class = str(data["class"])
             return array
-        if "seeded_normal" in data and len(data) == 1:
-            return draw_seeded(data["seeded_normal"])
+        if len(data) == 1 and next(iter(data)) in _MAKERS:
+            (tag, recipe), = data.items()
+            return _MAKERS[tag](recipe)
         if "scalar" in data:
             return _from_npy(data["scalar"])[()]
         if "float" in data:

@@ -52,7 +52,7 @@ def _value(data, depth: int = 0):
             return {kind: [_value(item, depth + 1) for item in items]}
         if set(data) in ({"scalar"}, {"float"}):
             return data
-        if set(data) == {"seeded_normal"}:  # an argument read back unchanged: its recipe, checked when decoded
+        if set(data) in ({"seeded_normal"}, {"package_array"}):  # an argument read back unchanged: its recipe
             return data
         if set(data) == {"dict"}:  # [key, value] pairs: a model's parameters passed to an earlier function
             pairs = data["dict"]

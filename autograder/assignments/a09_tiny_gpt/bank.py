@@ -28,6 +28,8 @@ import functools
 
 import numpy as np
 
+from attention_lab.core import values as wire
+
 from autograder.grader.bank import Edit, Mistake, source_solution, variants
 from autograder.grader.spec import Case, Variant
 
@@ -465,8 +467,17 @@ MISTAKES = variants(KNOWN_MISTAKES, SOLUTION)
 # ------------------------------------------------------------------ hidden cases
 @functools.lru_cache(maxsize=1)
 def committed_parameters() -> dict[str, np.ndarray]:
-    """The committed weights (read once; every case gets this dict, never changed)."""
-    return model.load_weights()[0]
+    """The committed weights (read once; every case gets this dict, never changed).
+
+    Each array is a :class:`attention_lab.core.values.PackageArray`: it goes into the kernel as the name of its
+    array in the student package's ``weights.npz`` (which the kernel reads and checks against its SHA-256), not
+    as 300 KB of data in every case.
+    """
+    params, _ = model.load_weights()
+    stored = wire.package_arrays("a09_tiny_gpt/weights.npz")
+    if list(stored) != list(params) or not all(np.array_equal(stored[k], params[k]) for k in params):
+        raise RuntimeError("attention_lab/a09_tiny_gpt/weights.npz is not the file model.load_weights reads")
+    return stored
 
 
 def _embedded(tokens) -> np.ndarray:
