@@ -70,7 +70,8 @@ def test_a_bank_mistake_fails_the_self_check_of_every_step_where_it_loses_points
     # grades these very cells (test_mistake_loses_points_exactly_where_it_breaks_and_is_named_there, in-process, the
     # course's seed, a07's memory stand-in as here) and asserts that they lose points in exactly those steps, and
     # test_the_bank_is_as_large_as_promised that every mistake has some.
-    lost = {grade_id: f"(loses points here: {key}.breaks, graded in tests/test_grader.py)" for grade_id in mistake.breaks}
+    lost = {grade_id: f"(loses points here: {key}.breaks, graded in tests/test_grader.py)"
+            for grade_id in mistake.breaks}
     lost = assert_self_checks_fail_where_points_are_lost(assignment, key, dict(mistake.cells), lost)
     assert lost, f"{name}/{key} loses no points at all"
 

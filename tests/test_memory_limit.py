@@ -73,7 +73,8 @@ def _functions(later_body: str, helper_sign: str = "+") -> dict:
 def test_the_code_a_call_reaches_follows_names_except_through_opaque_ones():
     base, other_helper = _functions("earlier(x) + 1"), _functions("earlier(x) + 1", "-")  # helper: only through earlier
     assert reachable_code(base, "later") != reachable_code(other_helper, "later")
-    assert reachable_code(base, "later", opaque=["earlier"]) == reachable_code(other_helper, "later", opaque=["earlier"])
+    assert (reachable_code(base, "later", opaque=["earlier"])
+            == reachable_code(other_helper, "later", opaque=["earlier"]))
     undefined = _functions("earlier(x) + 1")
     del undefined["earlier"]  # an opaque name counts by its name whether or not it is defined
     assert reachable_code(base, "later", opaque=["earlier"]) == reachable_code(undefined, "later", opaque=["earlier"])
