@@ -17,9 +17,17 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import pytest
+from attention_lab.core import KERNEL_ENVIRONMENT  # imports no NumPy
 
-from autograder.assignments.a01_attention.spec import ASSIGNMENT as A1_SPEC
+# before NumPy loads (BLAS reads it then): `make test` exports OPENBLAS_NUM_THREADS=1 (Makefile); a plain `pytest` run
+# gets it here too, else its in-process NumPy (and its forked children) run two contending BLAS threads on the 2-core
+# machine: a07's T = 20 000 memory case cost 7× the CPU seconds (tests/test_tiled_attention_bank.py, 142 s against 36)
+for _name, _value in KERNEL_ENVIRONMENT.items():
+    os.environ.setdefault(_name, _value)
+
+import pytest  # noqa: E402
+
+from autograder.assignments.a01_attention.spec import ASSIGNMENT as A1_SPEC  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = A1_SPEC.name  # the assignment most end-to-end tests grade

@@ -11,7 +11,8 @@ import signal
 import numpy as np
 import pytest
 
-from autograder.grader.memory_limit import ChildFailed, mapped_bytes, run_with_memory_limit
+from autograder.grader.in_process import json_round_trip
+from autograder.grader.memory_limit import ChildFailed, mapped_bytes, reachable_code, run_with_memory_limit
 
 LIMIT = 256 * 2**20  # small, so the test allocates little
 
@@ -59,3 +60,53 @@ def test_a_hang_is_stopped_and_a_crash_is_reported():
 def test_bad_arguments_name_themselves(limit, seconds, message):
     with pytest.raises(ValueError, match=message):
         run_with_memory_limit(lambda: None, limit, seconds)
+
+
+def _functions(later_body: str, helper_sign: str = "+") -> dict:
+    namespace = {"np": np}
+    exec(f"def helper(x):\n    return x {helper_sign} 1\n"
+         "def earlier(x):\n    return helper(x) * 2\n"
+         f"def later(x):\n    return {later_body}\n", namespace)
+    return namespace
+
+
+def test_the_code_a_call_reaches_follows_names_except_through_opaque_ones():
+    base, other_helper = _functions("earlier(x) + 1"), _functions("earlier(x) + 1", "-")  # helper: only through earlier
+    assert reachable_code(base, "later") != reachable_code(other_helper, "later")
+    assert (reachable_code(base, "later", opaque=["earlier"])
+            == reachable_code(other_helper, "later", opaque=["earlier"]))
+    undefined = _functions("earlier(x) + 1")
+    del undefined["earlier"]  # an opaque name counts by its name whether or not it is defined
+    assert reachable_code(base, "later", opaque=["earlier"]) == reachable_code(undefined, "later", opaque=["earlier"])
+    assert reachable_code(base, "later", opaque=["earlier"]) != reachable_code(base, "later")
+    # the call's own function is never opaque, and a name reached another way is followed that way
+    assert reachable_code(base, "later", opaque=["later"]) == reachable_code(base, "later")
+    assert (reachable_code(_functions("earlier(x) + helper(x)"), "later", opaque=["earlier"])
+            != reachable_code(_functions("earlier(x) + helper(x)", "-"), "later", opaque=["earlier"]))
+
+
+@pytest.mark.parametrize("data", [
+    {"grade_id": "g", "cases": [{"args": [{"ndarray": "AAAA"}, 3, 2.5, -0.0, True, None], "kwargs": {}}]},
+    ({"tuple": (1, 2)}, [(), []], "ü\ud800"),
+    [float("nan"), float("inf")], {"x": np.float64(1.5)}, {1: "a", None: "b"}, [[[[[[[[[[]]]]]]]]]] * 3,
+])
+def test_the_fast_json_round_trip_gives_what_json_gives(data):
+    import json
+
+    expected = json.loads(json.dumps(data))
+    got = json_round_trip(data)
+    assert json.dumps(got) == json.dumps(expected) and type(got) is type(expected)
+
+
+def test_the_fast_json_round_trip_raises_what_json_raises():
+    import json
+
+    for bad in ({"a": object()}, [np.int64(3)], {(1, 2): 3}):
+        with pytest.raises(TypeError):
+            json.dumps(bad)
+        with pytest.raises(TypeError):
+            json_round_trip(bad)
+    deep: list = []
+    deep.append(deep)
+    with pytest.raises(ValueError, match="Circular"):
+        json_round_trip(deep)

@@ -200,7 +200,14 @@ def test_an_edit_that_no_longer_changes_an_output_fails_the_check():
 @pytest.mark.parametrize("m", GRADED_MISTAKES, ids=lambda m: f"{m.folder}/{m.name}")
 def test_the_grader_charges_each_edited_mistake_exactly_where_it_says(m):
     assignment = GRADED[m.folder]
-    results = grade_variant(assignment, m.mistake.variant(m.solution))
+    variant = m.mistake.variant(m.solution)
+    if variant == assignment.mistakes.get(m.name) and variant.breaks == m.mistake.breaks:
+        # the spec hands the grader this very variant (its cells, breaks and hint): tests/test_grader.py grades it
+        # (test_mistake_loses_points_exactly_where_it_breaks_and_is_named_there: points lost in exactly its breaks,
+        # named in each, a case failed there), in-process with a07's memory stand-in as here; not graded twice
+        # (issue 11's budget). A variant that is not the spec's (a draft-form bank's own solution) is graded below.
+        return
+    results = grade_variant(assignment, variant)
     charged = {grade_id for grade_id, result in results.items() if result.score < result.points}
     assert charged == m.mistake.breaks, f"{m.folder}/{m.name}"
     for grade_id in m.mistake.breaks:

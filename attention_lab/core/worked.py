@@ -556,10 +556,27 @@ def worked_cases(assignment_name: str, function_name: str | None = None) -> list
     ValueError
         If the stored file has another format version than :data:`FORMAT`.
     """
-    data = json.loads(_stored(assignment_name))
+    data = _parsed(_stored(assignment_name))
     if data.get("format") != FORMAT:
         raise ValueError(f"worked cases of {assignment_name} have format {data.get('format')!r}, expected {FORMAT}")
-    return [case for case in data["cases"] if function_name is None or case["function"] == function_name]
+    # fresh containers on every call, as json.loads gave them: a caller may change the cases it was handed
+    return [_fresh(case) for case in data["cases"] if function_name is None or case["function"] == function_name]
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(text: str) -> dict:
+    """``json.loads(text)``, once per stored file's text (every self-check cell reads its assignment's cases; a
+    model's stored arrays make that file tens of kilobytes). Never handed out: :func:`worked_cases` copies it."""
+    return json.loads(text)
+
+
+def _fresh(data):
+    """A copy of parsed JSON data with new dicts and lists (strings, numbers, booleans and None are immutable)."""
+    if isinstance(data, dict):
+        return {key: _fresh(value) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_fresh(item) for item in data]
+    return data
 
 
 # ---------------------------------------------------------------- running a learner's function on a case

@@ -29,12 +29,22 @@ from autograder.course import REPO
 
 def run_cell(source: str, namespace: dict):
     """Execute a cell like IPython: its statements, then the value of a final expression (or None)."""
+    statements, last = _compiled(source)
+    exec(statements, namespace)
+    if last is not None:
+        return eval(last, namespace)
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(source: str):
+    """A cell's statements and its final expression (or None), compiled once per source: the same solution, variant
+    and self-check cells are run in a fresh namespace for every answer graded. A cell that does not compile raises
+    every time (an exception is not cached)."""
     tree = ast.parse(source)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    exec(compile(tree, "<cell>", "exec"), namespace)
-    if last is not None:
-        return eval(compile(ast.Expression(last.value), "<cell>", "eval"), namespace)
-    return None
+    return (compile(tree, "<cell>", "exec"),
+            None if last is None else compile(ast.Expression(last.value), "<cell>", "eval"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -119,7 +119,7 @@ def run_with_memory_limit(thunk: Callable[[], Any], limit_bytes: int, seconds: f
     return value
 
 
-def reachable_code(namespace: dict, name: str) -> bytes | None:
+def reachable_code(namespace: dict, name: str, opaque=()) -> bytes | None:
     """What a call of ``namespace[name]`` can run: the code of that function and of every name it reaches.
 
     Follows the global names each function's code uses (also in nested functions), recursively: functions by
@@ -134,6 +134,10 @@ def reachable_code(namespace: dict, name: str) -> bytes | None:
         The answer's global namespace.
     name : str
         The function the case calls.
+    opaque : iterable of str
+        Names whose values the call never uses as they are (a stand-in pass's earlier functions, which the probe
+        answers without calling them, :func:`autograder.grader.in_process.kernel_results`): each counts by its name
+        only, and the names it reaches are not followed through it.
 
     Returns
     -------
@@ -145,10 +149,16 @@ def reachable_code(namespace: dict, name: str) -> bytes | None:
     import marshal
     import types
 
-    parts, seen, stack = [], set(), [name]
+    parts, seen, stack, opaque = [], set(), [name], set(opaque) - {name}
     while stack:
         current = stack.pop()
-        if current in seen or current not in namespace:
+        if current in seen:
+            continue
+        if current in opaque:
+            seen.add(current)
+            parts.append((current, "opaque"))
+            continue
+        if current not in namespace:
             continue  # a builtin, or a name the call never finds (it raises NameError either way)
         seen.add(current)
         value = namespace[current]
