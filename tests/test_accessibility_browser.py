@@ -26,7 +26,7 @@ import nbformat
 import pytest
 
 from attention_lab.core.redraw import SUMMARY_CLASS
-from browser_support import CHROMIUM, EXPOSE_APP, course_copy, lab_server, open_alone, open_lab, run_all
+from browser_support import CHROMIUM, EXPOSE_APP, POLL_MS, course_copy, lab_server, open_alone, open_lab, run_all
 from conftest import REPO
 
 ARTIFACTS = REPO / "test-artifacts" / "accessibility"
@@ -147,7 +147,7 @@ def test_no_serious_accessibility_violation(page, notebook):
               const alt = box.querySelector('img.widget-image').getAttribute('alt') || '';
               const summary = box.querySelector('.{SUMMARY_CLASS}');
               return alt.length > 20 && !!summary && alt === summary.innerText.replace(/\\s+/g, ' ').trim(); }}); }}""",
-                               timeout=30_000)
+                               timeout=30_000, polling=POLL_MS)
     results = Axe().run(page, options={"resultTypes": ["violations"]})
     page.screenshot(path=str(ARTIFACTS / f"{Path(notebook).stem}.png"))
     assert serious_violations(page, results) == []
