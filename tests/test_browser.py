@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from attention_lab.a01_attention import visual as ex
-from browser_support import (CHROMIUM, EXPOSE_APP, HASH_JS, PIXEL_JS, course_copy, lab_server, open_alone,
-                             open_lab, run_all, slider_handle, wait_new_pixels)
+from browser_support import (CHROMIUM, EXPOSE_APP, HASH_JS, PIXEL_JS, POLL_MS, course_copy, lab_server,
+                             open_alone, open_lab, run_all, slider_handle, wait_new_pixels)
 from conftest import ASSIGNMENT, REPO
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"
@@ -76,7 +76,7 @@ def test_explorer_redraws_under_the_keyboard_and_the_mask_darkens_the_upper_tria
     run_all(page)
     image = page.locator("img.widget-image").first
     expect(image).to_be_visible(timeout=60_000)
-    page.wait_for_function(f"el => ({HASH_JS})(el) !== -1", arg=image.element_handle())
+    page.wait_for_function(f"el => ({HASH_JS})(el) !== -1", arg=image.element_handle(), polling=POLL_MS)
     summary = page.locator(".widget-html-content", has_text="largest weight").first
     expect(summary).to_contain_text("T = 32, d_head = 64")
     page.screenshot(path=str(ARTIFACTS / "explorer_initial.png"))
@@ -148,7 +148,7 @@ def test_run_all_on_a_notebook_with_a_mistake_shows_every_verdict_and_draws_the_
     (explorer,) = [i for i, c in enumerate(code) if ".visual import" in c.source]
     explorer_image = dom_cells.nth(explorer).locator("img.widget-image")
     expect(explorer_image).to_be_visible(timeout=120_000)
-    page.wait_for_function(f"el => ({HASH_JS})(el) !== -1", arg=explorer_image.element_handle())
+    page.wait_for_function(f"el => ({HASH_JS})(el) !== -1", arg=explorer_image.element_handle(), polling=POLL_MS)
     for index, cell in enumerate(code):
         prompt = dom_cells.nth(index).locator(".jp-InputPrompt").first
         expect(prompt).to_have_text(re.compile(r"\[\d+\]"), timeout=30_000)  # every cell ran

@@ -14,7 +14,7 @@ import pytest
 
 from attention_lab import clean_on_save
 from attention_lab.lab import CLEAN_ON_SAVE, lab_command
-from browser_support import CHROMIUM, launch, lab_server, run_all, wait_idle
+from browser_support import CHROMIUM, EXPOSE_APP, launch, lab_server, open_alone, run_all, wait_idle
 from clone_support import git, make_clone
 from conftest import REPO
 
@@ -107,8 +107,8 @@ def test_opening_and_running_everything_under_make_lab_leaves_the_clone_clean(cl
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     # autosave every second, so that the saves JupyterLab makes on its own happen during the test too
     autosave = {"@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosaveInterval": 1}}
-    with lab_server(clone, ARTIFACTS / "clean_clone_jupyterlab.log", make_lab=True, settings=autosave) as base, \
-            sync_playwright() as playwright:
+    with lab_server(clone, ARTIFACTS / "clean_clone_jupyterlab.log", make_lab=True, settings=autosave,
+                    options=(EXPOSE_APP,)) as base, sync_playwright() as playwright:
         browser = launch(playwright)
         page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         saves = []
@@ -118,7 +118,8 @@ def test_opening_and_running_everything_under_make_lab_leaves_the_clone_clean(cl
         expect(tab.locator(".lm-TabBar-tabLabel")).to_have_text("00_start_here.ipynb", timeout=90_000)
         for notebook in ("notebooks/00_start_here.ipynb", "notebooks/01_attention_explorer.ipynb"):
             if notebook != "notebooks/00_start_here.ipynb":
-                page.goto(f"{base}/lab/tree/{notebook}?reset")
+                # opened in the loaded JupyterLab (its own command, as its file browser does), not by loading it again
+                open_alone(page, notebook)
                 expect(tab.locator(".lm-TabBar-tabLabel")).to_have_text(notebook.split("/")[-1], timeout=90_000)
             run_all(page)
             if "explorer" in notebook:
