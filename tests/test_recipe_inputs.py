@@ -143,3 +143,15 @@ def test_assignment_9_s_cases_send_the_trained_model_by_name():
     decoded = wire.decode(request["cases"][0]["args"][0])
     assert decoded.keys() == case.args[0].keys()
     assert all(np.array_equal(decoded[key], case.args[0][key]) for key in decoded)
+
+
+@pytest.mark.parametrize("array", [wire.seeded_normals(21, (6, 2), 2)[1], wire.package_arrays(WEIGHTS)["ln_f.gain"]],
+                         ids=["seeded_normal", "package_array"])
+def test_changing_a_decoded_recipe_changes_no_later_decode(array):
+    """Made arrays are kept (the same inputs are decoded for every answer graded): each decode is a fresh copy."""
+    sent = wire.encode(array)
+    first = wire.decode(sent)
+    first += 1.0
+    again = wire.decode(sent)
+    assert np.array_equal(again, array) and again.flags.writeable and not np.shares_memory(again, first)
+    assert set(wire.encode(array)) == set(sent)  # the kept array is not the case's: it still holds its recipe
