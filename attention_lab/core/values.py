@@ -100,7 +100,7 @@ class SeededNormal(RecipeArray):
 
     def holds_its_recipe(self) -> bool:
         recipe = self.recipe
-        drawn = _made("seeded_normal", (recipe["seed"], tuple(recipe["shape"]), recipe["count"], recipe["index"]),
+        drawn = _made("seeded_normal", _seeded_key(recipe),
                       lambda: _draw(recipe))
         return self.shape == drawn.shape and np.array_equal(self, drawn)
 
@@ -117,7 +117,7 @@ class PackageArray(RecipeArray):
     def holds_its_recipe(self) -> bool:
         recipe = self.recipe
         try:  # the stored array, its digest checked once when read (``load_package_array``)
-            stored = _made("package_array", (recipe["file"], recipe["key"], recipe["sha256"]),
+            stored = _made("package_array", _package_key(recipe),
                            lambda: _stored_array(recipe))
         except ValueError:
             return False
@@ -189,8 +189,16 @@ def draw_seeded(recipe) -> np.ndarray:
         If ``recipe`` is not a recipe :func:`seeded_normals` writes, or is outside its bounds.
     """
     recipe = _seeded_recipe(recipe)
-    return _made("seeded_normal", (recipe["seed"], tuple(recipe["shape"]), recipe["count"], recipe["index"]),
+    return _made("seeded_normal", _seeded_key(recipe),
                  lambda: _draw(recipe)).copy()
+
+
+def _seeded_key(recipe: dict) -> tuple:
+    return recipe["seed"], tuple(recipe["shape"]), recipe["count"], recipe["index"]
+
+
+def _package_key(recipe: dict) -> tuple:
+    return recipe["file"], recipe["key"], recipe["sha256"]
 
 
 def _draw(recipe: dict) -> np.ndarray:
@@ -301,7 +309,7 @@ def load_package_array(recipe) -> np.ndarray:
         raise ValueError(f"a package_array recipe must be a dict of strings file, key, sha256; received {str(recipe)[:80]}")
     if not _PACKAGE_FILE.fullmatch(recipe["file"]) or not _PACKAGE_KEY.fullmatch(recipe["key"]):
         raise ValueError(f"a package_array recipe names a file or key outside the package; received {str(recipe)[:80]}")
-    return _made("package_array", (recipe["file"], recipe["key"], recipe["sha256"]),
+    return _made("package_array", _package_key(recipe),
                  lambda: _stored_array(recipe)).copy()
 
 
@@ -317,7 +325,7 @@ def _stored_array(recipe: dict) -> np.ndarray:
 
 
 #: decode's maker of each recipe form.
-_MAKERS = {"seeded_normal": lambda recipe: draw_seeded(recipe), "package_array": lambda recipe: load_package_array(recipe)}
+_MAKERS = {"seeded_normal": draw_seeded, "package_array": load_package_array}
 
 
 #: Texts of small arrays, in both directions: the grader and the probe encode and decode the same hidden inputs,
