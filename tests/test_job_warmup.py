@@ -82,10 +82,13 @@ if warm:
 threads = threading.active_count()  # the grading process forks: it must run no thread
 compiled.clear()
 before = set(sys.modules)
+from autograder.nbgrader import feedback_html, sanitize
+rendered, checked = feedback_html.markdown_html.cache_info().misses, sanitize._markdown_is_clean_alone.cache_info().misses
 page, _ = job_warmup.feedback_exporter(repo).from_notebook_node(nbformat.read(notebook, as_version=4), resources={
     "nbgrader": {"notebook": "x", "score": 1, "max_score": 2, "late_penalty": 0}})
 print(json.dumps({"threads": threads, "compiled": len(compiled), "imported": sorted({m.split(".")[0] for m in set(sys.modules) - before}),
-                  "page": page}))
+                  "markdown_rendered": feedback_html.markdown_html.cache_info().misses - rendered,
+                  "markdown_checked": sanitize._markdown_is_clean_alone.cache_info().misses - checked, "page": page}))
 """
 
 
@@ -109,6 +112,7 @@ def test_a_job_forked_after_the_warm_up_imports_and_compiles_nothing_more_for_it
     # without the warm-up a job compiled the feedback's 9 templates and imported IPython's lexer, matplotlib, ...
     assert warm["compiled"] == 0 and warm["threads"] == 1
     assert not {"IPython", "bs4", "soupsieve", "pygments", "matplotlib", "mistune"} & set(warm["imported"])
+    assert warm["markdown_rendered"] == warm["markdown_checked"] == 0  # the notebook's Markdown: done in the warm-up
     monkeypatch.setattr(feedback_html, "TEMPLATE_BYTECODE", feedback_html.TemplateBytecode())  # empty: compiled here
     exporter = job_warmup.feedback_exporter(REPO)
     page, _ = exporter.from_notebook_node(nbformat.read(str(notebook), as_version=4), resources={
@@ -184,3 +188,53 @@ def test_the_reference_leaves_every_hidden_input_as_it_found_it():
                 after = json.dumps([[wire.encode(a) for a in case.args],
                                     {k: wire.encode(v) for k, v in case.kwargs.items()}], sort_keys=True)
                 assert after == before, f"{name} {grade_id}[{index}]: the reference changed its inputs"
+
+
+def test_a_markdown_cell_rendered_or_checked_once_per_process_gives_what_a_fresh_rendering_gives():
+    """The cached HTML and sanitiser check of every Markdown cell of the release are those of a fresh rendering."""
+    sources = [cell.source for path in sorted((REPO / "release").glob("*/*.ipynb"))
+               for cell in nbformat.read(str(path), as_version=4).cells if cell.cell_type == "markdown"]
+    sources += ["<img src=x onerror=alert(1)> $x$", "# Title\n\n$$\\frac{a}{b}$$ and `code`"]
+    assert len(sources) > 100
+    for source in sources:
+        fresh = feedback_html.MarkdownWithMath(renderer=feedback_html.MathMLRenderer(escape=False)).render(source)
+        assert feedback_html.markdown_html(source) == feedback_html.markdown_html(source) == fresh
+        assert sanitize._markdown_is_clean(source, None) is sanitize._check_markdown(source, None)
+    assert sanitize._markdown_is_clean("<img src=x onerror=alert(1)>", None) is False
+    assert sanitize._markdown_is_clean("plain *text*", None) is True
+
+
+def test_a_markdown_cell_with_attachments_is_rendered_from_its_own_attachments():
+    """Two cells with the same Markdown and different attachments never share a rendering."""
+    source = "![plot](attachment:plot.png)"
+    pages = []
+    for pixel in ("iVBORw0KGgoAAAA", "iVBORw0KGgoBBBB"):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(source, attachments={
+            "plot.png": {"image/png": pixel}})])
+        pages.append(feedback_html.FeedbackExporter().from_notebook_node(nb)[0])
+    assert "data:image/png;base64,iVBORw0KGgoAAAA" in pages[0] and "data:image/png;base64,iVBORw0KGgoBBBB" in pages[1]
+
+
+def test_the_sandboxes_package_copies_carry_bytecode_their_python_uses_and_compiled_once(tmp_path):
+    """The kernel's Python loads each module of the copy from its compiled code, never a stale one."""
+    from autograder.sandbox import mounts
+
+    assert job_warmup.compile_student_packages(REPO) > 10  # what the grading process compiles before it forks
+    compiled = mounts.compiled_module.cache_info()
+    copies = mounts.package_copies(mounts.KernelView(), tmp_path / "packages")
+    assert mounts.compiled_module.cache_info().misses == compiled.misses  # every module: already compiled
+    probe = copies / "attention_lab" / "core" / "probe.py"
+    bytecode = probe.parent / "__pycache__" / f"probe.{sys.implementation.cache_tag}.pyc"
+    assert bytecode.is_file() and oct(bytecode.stat().st_mode & 0o777) == "0o644"
+
+    def loaded_from() -> str:
+        done = subprocess.run([sys.executable, "-v", "-c", "import attention_lab.core.probe"], capture_output=True,
+                              text=True, cwd=tmp_path, check=True,
+                              env={"PYTHONPATH": str(copies), "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin"})
+        return next(line for line in done.stderr.splitlines()
+                    if line.startswith("# code object from") and "core/" in line and "/probe." in line)
+
+    assert loaded_from() == f"# code object from '{bytecode}'"
+    probe.chmod(0o644)
+    probe.write_text(probe.read_text() + "\nCHANGED = True\n")  # its bytecode no longer matches: the source is compiled
+    assert "__pycache__" not in loaded_from()

@@ -15,10 +15,13 @@ scroll on their own.
 
 :data:`TEMPLATE_BYTECODE` keeps the feedback templates' compiled code in memory: the grading process renders
 them once before it forks the students' jobs (:mod:`autograder.nbgrader.job_warmup`), so that no job parses
-and compiles the nine Jinja templates again.
+and compiles the nine Jinja templates again. The same warm-up renders the assignment's own Markdown cells, which
+:func:`markdown_html` keeps: a job renders only what its student wrote.
 """
 
 from __future__ import annotations
+
+import functools
 
 from jinja2 import BytecodeCache, pass_context
 from jinja2.bccache import Bucket
@@ -27,7 +30,7 @@ from nbconvert.exporters import HTMLExporter
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from autograder.nbgrader.sanitize import clean_html
+from autograder.nbgrader.sanitize import MARKDOWN_CACHE_CHARS, MARKDOWN_CACHE_SIZE, clean_html
 
 #: Wrap what would widen the page past the window (the viewer's pane is often narrow); scroll what cannot wrap.
 READABLE_CSS = """
@@ -124,13 +127,49 @@ class FeedbackExporter(HTMLExporter):
 
     @pass_context
     def markdown2html(self, context, source):
-        """Markdown → HTML as :class:`~nbconvert.exporters.HTMLExporter` does, with :class:`MathMLRenderer`."""
+        """Markdown → HTML as :class:`~nbconvert.exporters.HTMLExporter` does, with :class:`MathMLRenderer`.
+
+        A cell without attachments, with images not embedded, is rendered once per process
+        (:func:`markdown_html`): the assignment's own Markdown is the same in every student's feedback.
+        """
         cell = context.get("cell", {})
+        attachments = cell.get("attachments", {})
+        if not attachments and not self.embed_images and len(source) <= MARKDOWN_CACHE_CHARS:  # see markdown_html
+            return markdown_html(source, self.anchor_link_text, self.exclude_anchor_links)
         path = context.get("resources", {}).get("metadata", {}).get("path", "")
-        renderer = MathMLRenderer(escape=False, attachments=cell.get("attachments", {}), embed_images=self.embed_images,
+        renderer = MathMLRenderer(escape=False, attachments=attachments, embed_images=self.embed_images,
                                   path=path, anchor_link_text=self.anchor_link_text,
                                   exclude_anchor_links=self.exclude_anchor_links)
         return MarkdownWithMath(renderer=renderer).render(source)
+
+
+@functools.lru_cache(maxsize=MARKDOWN_CACHE_SIZE)
+def markdown_html(source: str, anchor_link_text: str = "¶", exclude_anchor_links: bool = False) -> str:
+    """The feedback's HTML of one Markdown cell without attachments (:class:`MathMLRenderer`, images not embedded).
+
+    Kept for the process's later calls: the grading process renders the assignment's source notebook before it
+    forks the students' jobs (:mod:`autograder.nbgrader.job_warmup`), so that no job renders the assignment's
+    own Markdown cells again (with MathML for each formula: about a tenth of a CPU-second a job on assignment 1);
+    a job renders only the cells its student wrote. The HTML is a function of these arguments alone: without
+    attachments and embedded images, nbconvert's renderer reads no file and no other state.
+
+    Parameters
+    ----------
+    source : str
+        The cell's Markdown.
+    anchor_link_text : str
+        The text of each heading's anchor link (``HTMLExporter.anchor_link_text``).
+    exclude_anchor_links : bool
+        Whether headings get no anchor link (``HTMLExporter.exclude_anchor_links``).
+
+    Returns
+    -------
+    str
+        The cell's HTML, before nbconvert's and nbgrader's templates wrap it.
+    """
+    renderer = MathMLRenderer(escape=False, attachments={}, embed_images=False, path="",
+                              anchor_link_text=anchor_link_text, exclude_anchor_links=exclude_anchor_links)
+    return MarkdownWithMath(renderer=renderer).render(source)
 
 
 class ReadableFeedback(NbGraderPreprocessor):

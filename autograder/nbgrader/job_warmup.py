@@ -6,7 +6,10 @@ first time it pays again for every student: measured on assignment 1, about a se
 to importing IPython (the ``ipython3`` Pygments lexer the feedback highlights code with) and matplotlib (the
 font list copied into each sandbox), compiling the feedback's nine Jinja templates, and compiling the
 regular expressions of Pygments' lexers, mistune's plugins and nbconvert's filters. :func:`warm_jobs` does
-that work once before the first fork; the children inherit it.
+that work once before the first fork; the children inherit it. Rendering the source notebook's feedback also
+checks and renders each of the assignment's Markdown cells, which every submission repeats, once for all jobs
+(:func:`autograder.nbgrader.feedback_html.markdown_html`, the sanitiser's check), and
+:func:`compile_student_packages` compiles the student package that each sandboxed kernel gets with its bytecode.
 
 What it leaves in this process is code and caches of the grader's own files — modules, compiled templates
 (:data:`autograder.nbgrader.feedback_html.TEMPLATE_BYTECODE`, checked against each template's source), the
@@ -70,6 +73,7 @@ def warm_jobs(course_dir: Path, source_dir: Path, assignment: str) -> bool:
     from autograder.sandbox.mounts import matplotlib_font_cache
 
     matplotlib_font_cache()  # each sandbox gets a copy; importing matplotlib to find it costs half a second
+    compile_student_packages(course_dir)
     # the comparison draws its hidden inputs from seeded generators (np.random.default_rng(seed) in each spec),
     # never from numpy's global state, so the jobs sharing the module's import changes no draw
     import numpy.random  # noqa: F401
@@ -93,6 +97,37 @@ def warm_jobs(course_dir: Path, source_dir: Path, assignment: str) -> bool:
                      "score": 0.0, "max_score": 0.0, "late_penalty": 0}})
     _rendered.add(key)
     return True
+
+
+def compile_student_packages(course_dir: Path) -> int:
+    """Compile, in this process, the student packages' modules that each sandbox gets with their bytecode.
+
+    Each job's kernel gets fresh copies of the student packages with their compiled code
+    (:func:`autograder.sandbox.mounts.add_bytecode`), compiled once per process and source: copying them here
+    once, as a sandbox would get them, compiles them before the jobs fork (0.13 CPU-s for ``attention_lab``).
+    The copy is discarded; only the compiled code stays (:func:`autograder.sandbox.mounts.compiled_module`).
+
+    Parameters
+    ----------
+    course_dir : Path
+        The course root (its ``nbgrader_config.py`` says which packages the kernel sees, on
+        ``c.SandboxedKernelManager``).
+
+    Returns
+    -------
+    int
+        How many modules the copy holds (0: the kernel sees the packages where they are installed).
+    """
+    import tempfile
+
+    from autograder.nbgrader.grading import course_config
+    from autograder.sandbox.mounts import KernelView, package_copies
+
+    settings = course_config(course_dir).SandboxedKernelManager
+    view = KernelView(**{name: settings[name] for name in KernelView.class_trait_names() if name in settings})
+    with tempfile.TemporaryDirectory(prefix="attention-lab-packages-") as scratch:
+        copies = package_copies(view, Path(scratch) / "packages")
+        return len(list(copies.rglob("*.py"))) if copies is not None else 0
 
 
 def warm_reference_outputs(course_dir: Path, assignment: str) -> int:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import html
 import re
 from html.parser import HTMLParser
@@ -155,7 +156,31 @@ def render_markdown(source: str, attachments: dict | None = None) -> str:
     return MarkdownWithMath(renderer=IPythonRenderer(escape=False, attachments=attachments or {})).render(source)
 
 
+#: How many Markdown sources' check (and feedback HTML) a process keeps, each at most MARKDOWN_CACHE_CHARS long:
+#: an assignment's own cells (149 in all seven, none over 5 000 characters) are checked for every student.
+MARKDOWN_CACHE_SIZE = 1024
+MARKDOWN_CACHE_CHARS = 20_000
+
+
 def _markdown_is_clean(source: str, attachments: dict | None) -> bool:
+    if not attachments and len(source) <= MARKDOWN_CACHE_CHARS:
+        return _markdown_is_clean_alone(source)
+    return _check_markdown(source, attachments)
+
+
+@functools.lru_cache(maxsize=MARKDOWN_CACHE_SIZE)
+def _markdown_is_clean_alone(source: str) -> bool:
+    """:func:`_markdown_is_clean` of a cell without attachments, once per process and source.
+
+    Every submission repeats the assignment's own Markdown, and each job checks it twice (autograde, feedback):
+    the grading process checks the source notebook's cells before it forks the jobs
+    (:mod:`autograder.nbgrader.job_warmup`), so that a job checks only the cells its student wrote. Without
+    attachments the answer depends on the source alone (rendering reads no file).
+    """
+    return _check_markdown(source, None)
+
+
+def _check_markdown(source: str, attachments: dict | None) -> bool:
     try:
         return is_clean(render_markdown(source, attachments))
     except Exception:  # noqa: BLE001 — anything nbconvert cannot render is not known to be clean
