@@ -224,7 +224,8 @@ def add_bytecode(folder: Path, inside: Path) -> None:
     The files are hash-checked (PEP 552): the kernel's Python uses one only if the source next to it hashes
     to what it was compiled from, and compiles the source itself otherwise (another Python version looks for
     its own file names and finds none). The code is compiled once per process and source
-    (:func:`compiled_module`); the grading process's preflight kernel compiles it before the jobs fork.
+    (:func:`compiled_module`): the grading process compiles it before it forks the students' jobs
+    (:func:`autograder.nbgrader.job_warmup.compile_student_packages`).
 
     Parameters
     ----------
