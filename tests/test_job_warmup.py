@@ -2,8 +2,10 @@
 
 In-process, no kernel: the feedback templates' bytecode cache (a hit renders as a compiled template does, a
 changed template is compiled again, other compile settings never share an entry), a job forked after the
-warm-up imports and compiles nothing more to write a feedback page (a subprocess stands for the grading
-process), and a warm-up that fails never stops grading. That the warm-up changes no grade and no feedback
+warm-up imports and compiles nothing more to write a feedback page, nor renders or checks the warmed notebook's
+Markdown again (a subprocess stands for the grading process), a Markdown cell's kept HTML and sanitiser check
+are a fresh rendering's, the sandbox's package copies carry bytecode the kernel's Python loads (and never a stale
+one), and a warm-up that fails never stops grading. That the warm-up changes no grade and no feedback
 byte is benchmarks/student_job_cost.py's check on the end-to-end sample; tests/test_grading.py grades with it.
 """
 
