@@ -236,9 +236,9 @@ def repo() -> Path:
 def graded_class(tmp_path_factory):
     """One nbgrader run per assignment: a fixed sample of each example class plus the hostile submissions.
 
-    The sample is :func:`autograder.examples.example_class.end_to_end_sample` (five or fewer students per
-    assignment, so that the suite's end-to-end part grows slowly with the number of assignments); every
-    example student is checked in-process (tests/test_example_class.py).
+    The sample is :func:`autograder.examples.example_class.end_to_end_sample` (four or fewer students per
+    assignment, five for the hostile bank's, so that the suite's end-to-end part grows slowly with the number of
+    assignments); every example student is checked in-process (tests/test_example_class.py).
 
     Shared by the end-to-end grading tests and the report test (all in tests/test_grading.py, so that one
     pytest-xdist worker grades the class once), because grading a class is the slow part.

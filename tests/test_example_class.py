@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from autograder import assignments
-from autograder.examples import example_class, report
+from autograder.examples import example_class, hostile, report
 from autograder.grader.in_process import grade_variant
 from a07_memory_stand_in import a07_memory_stand_in  # noqa: F401 — a fixture: a07's memory step on its stand-in case
 
@@ -25,9 +25,11 @@ def test_every_example_student_loses_points_exactly_where_its_spec_says(name, st
 
 
 def _kinds(assignment):
-    """The three kinds of example student the sample must show, as predicates on a variant."""
+    """The kinds of example student the sample must show, as predicates on a variant: a correct answer written
+    differently only for the hostile bank's assignment (elsewhere it is graded in-process only)."""
     mistakes = list(assignment.mistakes.values())
-    return {"correct, written differently": lambda v: not v.breaks,
+    different = {"correct, written differently": lambda v: not v.breaks}
+    return {**(different if assignment.name == hostile.ASSIGNMENT else {}),
             "a known mistake of the bank": lambda v: v in mistakes,
             "wrong, the bank has no name for it": lambda v: bool(v.breaks) and v not in mistakes}
 
@@ -43,13 +45,25 @@ def test_the_end_to_end_sample_has_the_first_student_of_each_kind_in_spec_order(
         of_kind = [s for s, v in assignment.example_students.items() if is_kind(v)]
         assert [s for s in sample[2:] if s in of_kind] == of_kind[:1], (name, kind)
     assert len(sample) == 2 + sum(any(map(k, assignment.example_students.values())) for k in _kinds(assignment).values())
+    if name != hostile.ASSIGNMENT:
+        assert all(example_class.students_of(assignment)[s].breaks for s in sample[2:]), "no correct-but-different"
+
+
+def test_the_hostile_bank_s_assignment_samples_a_correct_answer_written_differently():
+    """The sample's only correct-but-different student is the hostile bank's assignment's (its questions too:
+    tests/test_grading.py reads that student's answers to them)."""
+    assert example_class.DIFFERENT_ANSWER_END_TO_END == hostile.ASSIGNMENT
+    assignment = assignments.get(hostile.ASSIGNMENT)
+    sample = example_class.end_to_end_sample(assignment)
+    assert [s for s in sample[2:] if not example_class.students_of(assignment)[s].breaks] == ["cai-einsum-and-1e9"]
 
 
 def test_the_sample_is_smaller_than_the_class_but_covers_every_assignment():
     total = sum(len(example_class.students_of(a)) for a in assignments.all_assignments().values())
     sampled = sum(len(example_class.end_to_end_sample(a)) for a in assignments.all_assignments().values())
     assert 2 * len(assignments.all_assignments()) < sampled < total
-    assert all(len(example_class.end_to_end_sample(a)) <= 5 for a in assignments.all_assignments().values())
+    assert all(len(example_class.end_to_end_sample(a)) <= 4 + (a.name == hostile.ASSIGNMENT)
+               for a in assignments.all_assignments().values())
 
 
 def test_the_report_s_modelled_rows_are_those_of_every_unsampled_student_and_say_what_the_model_gives():

@@ -120,6 +120,35 @@ def test_each_browser_payload_is_checked_on_its_own_in_the_one_submission_that_c
     assert "active content survived" in hostile.CASES["xss-link"].check(outcome(graded, "<iframe></iframe>"))
 
 
+def test_the_cases_that_must_keep_full_marks_share_one_submission_that_carries_each_of_their_attacks(tmp_path):
+    """The tolerated cases are graded in one submission (``hostile.TOLERATED_STUDENT``), each checked on its own:
+    it is the correct solution and carries every one's attack, so each check reads a grading of its own attack."""
+    from autograder.nbgrader.notebook_cells import nbgrader_meta, solution_cells
+    from conftest import RELEASE_NB, SOURCE_NB
+
+    context = hostile.Context(tmp_path, read(RELEASE_NB), solution_cells(read(SOURCE_NB)))
+    shared = {key for key in hostile.CASES if hostile.student_of(key) == hostile.TOLERATED_STUDENT}
+    assert shared == set(hostile.TOLERATED_PARTS) == {
+        "reseeds-global-rng", "deleted-test-cells", "changed-kernelspec", "huge-output", "saved-widget-state",
+        "copied-solution-cell", "extra-files"}
+    folder = tmp_path / "submitted" / hostile.TOLERATED_STUDENT / ASSIGNMENT
+    folder.mkdir(parents=True)
+    hostile.CASES["extra-files"].build(folder, context)  # every tolerated case builds the same submission
+    nb = read(folder / NOTEBOOK)
+    metas = [nbgrader_meta(cell) for cell in nb.cells]
+    sources = {meta["grade_id"]: cell.source.rstrip() for cell, meta in zip(nb.cells, metas) if meta.get("solution")}
+    assert sources["softmax"] == "np.random.seed(0)\nnp.random.default_rng = lambda *a, **k: None\n" + (
+        context.solutions["softmax"].rstrip())  # reseeds-global-rng
+    assert not any(meta.get("grade") and not meta.get("solution") for meta in metas)  # deleted-test-cells
+    assert nb.metadata.kernelspec.name == "bash"  # changed-kernelspec
+    assert sources["attention_entropy"] == "print('x' * 50_000_000)\n" + context.solutions["attention_entropy"].rstrip()
+    assert "widgets" in nb.metadata  # saved-widget-state
+    assert [meta.get("grade_id") for meta in metas].count("causal_mask") == 2  # copied-solution-cell
+    assert sorted(p.name for p in folder.iterdir()) == sorted([NOTEBOOK, "figure.svg", "helper.py", "notes.html"])
+    rest = [g for g in context.solutions if g not in ("softmax", "attention_entropy")]
+    assert rest and {g: sources[g] for g in rest} == {g: context.solutions[g].rstrip() for g in rest}  # else correct
+
+
 def _sampled_bank_mistake(name: str = ASSIGNMENT) -> tuple[str, str]:
     """(student, mistake key) of the sample's student who hands in a known mistake of the bank."""
     assignment = assignments.get(name)

@@ -27,12 +27,16 @@ import nbformat
 from autograder import assignments
 from autograder.nbgrader import class_report, grading
 from autograder.nbgrader.notebook_cells import fill_release, read, solution_cells
+from autograder.assignments.a01_attention.spec import ASSIGNMENT as A1_SPEC
 from autograder.grader.spec import Assignment, Variant
 from autograder.course import REPO
 
 
 CORRECT_STUDENT = "ada-correct"
 UNTOUCHED = "ben-untouched"  # hands in the release as it is: loses points everywhere
+#: The assignment whose correct answer written differently is in the end-to-end sample: the hostile bank's
+#: (:mod:`autograder.examples.hostile` builds on it).
+DIFFERENT_ANSWER_END_TO_END = A1_SPEC.name
 
 
 def students_of(assignment: Assignment) -> dict[str, Variant | None]:
@@ -45,13 +49,18 @@ def end_to_end_sample(assignment: Assignment) -> list[str]:
     """The fixed sample of example students the test suite grades end to end with nbgrader.
 
     The two every assignment has (:data:`CORRECT_STUDENT`, :data:`UNTOUCHED`), then, in the order the
-    spec lists its example students, the first of each kind the end-to-end run must show: a correct
-    answer written differently (breaks nothing), a known mistake of the bank (named in the feedback),
-    and a wrong answer the bank has no name for (the stand-in passes grade the later steps with the
-    reference's values). Every other example student is graded in-process only, where the test suite
-    asserts that the model gives each the losses its spec promises; ``make demo`` and ``make report``
-    still grade them all with nbgrader. The rule, not a list, keeps the sample fixed when an assignment
-    is added (issue 11: the 10-minute budget at nine assignments).
+    spec lists its example students, the first of each kind the end-to-end run must show: a known
+    mistake of the bank (named in the feedback) and a wrong answer the bank has no name for (the
+    stand-in passes grade the later steps with the reference's values); for the hostile bank's
+    assignment (:data:`DIFFERENT_ANSWER_END_TO_END`) also a correct answer written differently (breaks
+    nothing). Such an answer takes the path the correct solution takes, full marks and nothing named,
+    which every assignment's :data:`CORRECT_STUDENT` shows end to end; what differs is the answer's own
+    code, which the in-process model runs through the same kernel-side calls, round trip and comparison
+    (issue 11: everything else in-process, asserted equal to end to end on the sample). Every other
+    example student is graded in-process only, where the test suite asserts that the model gives each
+    the losses its spec promises; ``make demo`` and ``make report`` still grade them all with nbgrader.
+    The rule, not a list, keeps the sample fixed when an assignment is added (issue 11: the 10-minute
+    budget at nine assignments).
 
     Returns
     -------
@@ -59,8 +68,9 @@ def end_to_end_sample(assignment: Assignment) -> list[str]:
         Student ids, a subset of :func:`students_of` in its order.
     """
     mistakes = list(assignment.mistakes.values())
-    kinds = {"different": lambda v: not v.breaks, "named": lambda v: v in mistakes,
-             "unnamed": lambda v: bool(v.breaks) and v not in mistakes}
+    kinds = {"named": lambda v: v in mistakes, "unnamed": lambda v: bool(v.breaks) and v not in mistakes}
+    if assignment.name == DIFFERENT_ANSWER_END_TO_END:
+        kinds["different"] = lambda v: not v.breaks
     chosen = {CORRECT_STUDENT, UNTOUCHED}
     for is_kind in kinds.values():
         chosen.update(next(([s] for s, v in assignment.example_students.items() if is_kind(v) and s not in chosen), []))

@@ -121,8 +121,6 @@ def _widget_state(nb) -> None:
         "x": {"model_name": "ImageModel", "state": {"value": "A" * 200_000}}}}}
 
 
-def _huge_output(folder: Path, context: Context) -> None:
-    _write(folder, context, {"attention_entropy": "print('x' * 50_000_000)\n" + context.solutions["attention_entropy"]})
 
 
 def _probe_course_dir(context: Context) -> dict[str, str]:
@@ -468,6 +466,45 @@ def _randomly_edited(context: Context, seed: int):
     return nb
 
 
+#: The one submission that carries every attack a correct notebook must survive with full marks (the cases whose
+#: student this is; graded once, each checked on its own, as the xss kinds): fewer sandboxed kernels (issue 11: the
+#: test suite grades the bank in every run). None of them can hide another's failure: each check asks for full
+#: marks, so any attack that costs a point fails them all, and each one's own check (its note, the widget state, the
+#: extra files, the feedback) reads what only it affects. Attacks that stop the kernel, cost points or must be
+#: graded as their honest part stay in submissions of their own.
+TOLERATED_STUDENT = "hostile-tolerated"
+TOLERATED_TOO = "; in the one correct submission carrying every attack that must still get full marks"
+#: each tolerated case's part of that submission: code run at the top of a solution cell, an edit of the notebook,
+#: files written beside it
+TOLERATED_PARTS: dict[str, dict] = {
+    "reseeds-global-rng": {"prepend": ("softmax", "np.random.seed(0)\nnp.random.default_rng = lambda *a, **k: None")},
+    "deleted-test-cells": {"edit": _drop_test_cells},
+    "changed-kernelspec": {"edit": _bogus_kernelspec},
+    "huge-output": {"prepend": ("attention_entropy", "print('x' * 50_000_000)")},
+    "saved-widget-state": {"edit": _widget_state},
+    "copied-solution-cell": {"edit": _duplicate_solution},
+    "extra-files": {"files": _extra_files},
+}
+
+
+def _tolerated_submission(folder: Path, context: Context) -> None:
+    """The correct solution carrying every part of :data:`TOLERATED_PARTS`."""
+    cells = dict(context.solutions)
+    for part in TOLERATED_PARTS.values():
+        if "prepend" in part:
+            cell, code = part["prepend"]
+            cells[cell] = f"{code}\n{cells[cell]}"
+
+    def edit(nb) -> None:
+        for part in TOLERATED_PARTS.values():
+            if "edit" in part:
+                part["edit"](nb)
+    _write(folder, context, cells, edit)
+    for part in TOLERATED_PARTS.values():
+        if "files" in part:
+            part["files"](folder)
+
+
 CASES: dict[str, Hostile] = {
     "infinite-loop": Hostile(
         "an infinite loop at the top of a solution cell (per-cell timeout)",
@@ -541,9 +578,8 @@ CASES: dict[str, Hostile] = {
         _all_of(as_honest(lambda s: {"scaled_dot_product_attention": UNWRITTEN_ATTENTION}),
                 _nothing_from_the_second_pass)),
     "reseeds-global-rng": Hostile(
-        "a correct solution that reseeds and replaces NumPy's random generators",
-        prepend("softmax", "np.random.seed(0)\nnp.random.default_rng = lambda *a, **k: None"),
-        graded(FULL)),
+        "a correct solution that reseeds and replaces NumPy's random generators" + TOLERATED_TOO,
+        _tolerated_submission, graded(FULL), student=TOLERATED_STUDENT),
     "rebinds-np": Hostile(
         "rebinds np in the notebook namespace after defining its functions",
         with_cells(lambda c: {"attention_entropy": c.solutions["attention_entropy"] + "\nnp = None"}),
@@ -558,9 +594,8 @@ CASES: dict[str, Hostile] = {
         lambda folder, context: _write(folder, context, _probe_course_dir(context)),
         _sandboxed),
     "deleted-test-cells": Hostile(
-        "deletes every autograder-test cell (restored from the gradebook)",
-        with_cells(lambda c: {}, edit=_drop_test_cells),
-        graded(FULL)),
+        "deletes every autograder-test cell (restored from the gradebook)" + TOLERATED_TOO,
+        _tolerated_submission, graded(FULL), student=TOLERATED_STUDENT),
     "deleted-answer-cell": Hostile(
         "deletes its causal_mask answer cell and the self-check after it (restored empty, never with the solution)",
         with_cells(lambda c: {}, edit=_drop_mask_cells),
@@ -570,26 +605,22 @@ CASES: dict[str, Hostile] = {
         with_cells(lambda c: {"softmax": WRONG_SOFTMAX}, edit=_edit_test_cells),
         as_honest(lambda s: {"softmax": WRONG_SOFTMAX})),
     "changed-kernelspec": Hostile(
-        "changes the notebook's kernelspec to bash",
-        with_cells(lambda c: {}, edit=_bogus_kernelspec),
-        graded(FULL)),
+        "changes the notebook's kernelspec to bash" + TOLERATED_TOO,
+        _tolerated_submission, graded(FULL), student=TOLERATED_STUDENT),
     "huge-output": Hostile(
-        "prints 50 MB",
-        _huge_output,
-        _all_of(graded(FULL), _no_hidden_code_in_feedback)),
+        "prints 50 MB" + TOLERATED_TOO,
+        _tolerated_submission, _all_of(graded(FULL), _no_hidden_code_in_feedback), student=TOLERATED_STUDENT),
     "source-notebook-as-is": Hostile(
         "the instructor's source notebook handed in as it is (its hidden-test lines are replaced, not run)",
         lambda folder, context: shutil.copy(context.course_dir / "source" / ASSIGNMENT / NOTEBOOK, folder / NOTEBOOK),
         graded(FULL)),
     "saved-widget-state": Hostile(
-        "a correct notebook carrying 200 kB of saved widget state (dropped before grading)",
-        with_cells(lambda c: {}, edit=_widget_state),
-        _all_of(graded(FULL), _no_widget_state)),
+        "a correct notebook carrying 200 kB of saved widget state (dropped before grading)" + TOLERATED_TOO,
+        _tolerated_submission, _all_of(graded(FULL), _no_widget_state), student=TOLERATED_STUDENT),
     "copied-solution-cell": Hostile(
         "a copy-pasted solution cell (duplicate grade_id, as JupyterLab's duplicate makes it): the first keeps "
-        "its metadata, the copy runs as a plain cell",
-        with_cells(lambda c: {}, edit=_duplicate_solution),
-        graded(FULL, note="copied cell causal_mask")),
+        "its metadata, the copy runs as a plain cell" + TOLERATED_TOO,
+        _tolerated_submission, graded(FULL, note="copied cell causal_mask"), student=TOLERATED_STUDENT),
     # one submission carries every payload (one kernel, not one each: issue 11), and each kind is checked on its
     # own: the cells that carried it were sanitised, and nothing active is left in them or names its scripts
     **{f"xss-{kind}": Hostile(
@@ -604,9 +635,9 @@ CASES: dict[str, Hostile] = {
         lambda folder, context: _write(folder, context, {}),
         not_graded("is not a safe identifier"), student=HOSTILE_ID),
     "extra-files": Hostile(
-        "a correct notebook with an HTML page, an SVG and a script beside it in the submission folder",
-        lambda folder, context: (_write(folder, context, {}), _extra_files(folder)),
-        _all_of(graded(FULL, note="extra files not copied"), _no_extra_files)),
+        "a correct notebook with an HTML page, an SVG and a script beside it in the submission folder" + TOLERATED_TOO,
+        _tolerated_submission, _all_of(graded(FULL, note="extra files not copied"), _no_extra_files),
+        student=TOLERATED_STUDENT),
     "huge-notebook": Hostile(
         "300,000 Markdown cells (25 MB): refused on its file size before it is read",
         release_json(with_markdown_cells(300_000)),
@@ -663,7 +694,7 @@ def build(course_dir: Path, context: Context) -> list[str]:
     """Write every hostile submission into ``course_dir/submitted/<student_of(key)>/``; return the student ids."""
     students = []
     for key, case in CASES.items():
-        if student_of(key) in students:  # cases sharing a submission (the xss kinds): built once
+        if student_of(key) in students:  # cases sharing a submission (the xss kinds, the tolerated): built once
             continue
         folder = course_dir / "submitted" / student_of(key) / ASSIGNMENT
         if folder.exists():
