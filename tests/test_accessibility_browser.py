@@ -171,7 +171,7 @@ def widget_views(outputs) -> list:
 
 @pytest.mark.parametrize("notebook", [p for p in PAGES if p.startswith("notebooks/") and p != START_PAGE])
 def test_run_all_on_a_self_study_notebook_raises_nothing_and_shows_its_visual(page, notebook):
-    """(The start page has no visual and is not run here: tests/test_notebooks.py runs it.)"""
+    """(The start page has no visual and is not run here: tests/test_clean_clone.py runs it, under `make lab`.)"""
     outputs = code_outputs(ran(page, notebook))
     assert not [o for o in outputs if o.output_type == "error"], [o for o in outputs if o.output_type == "error"]
     assert len(widget_views(outputs)) >= 1, "a self-study notebook shows its visual"
