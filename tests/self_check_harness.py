@@ -112,3 +112,32 @@ def our_frames(lines: list[str]) -> list[str]:
     """Lines of a traceback that show a frame of this course's own package (or where it is installed)."""
     return [line for line in lines if "attention_lab/" in line or str(answers.REPO) in line
             or "site-packages" in line]
+
+
+def _text(output) -> str:
+    text = output.get("text", "")
+    return "".join(text) if isinstance(text, list) else text  # nbformat's multiline strings may be lists
+
+
+def assert_ran_to_the_end_with_every_verdict_and_the_visual(nb) -> None:
+    """What Run All on a release with a known mistake must give, asserted on the notebook it leaves (from nbclient,
+    or JupyterLab's model after Run All): no error shows a frame of ours, every self-check shows its verdict (a ✓
+    printed, or a :class:`SelfCheckFailed` whose first line is its plain ``✗`` message), at least one fails, and
+    the explorer (the cell named ``explorer`` or ``explore``) is drawn at the end."""
+    failed = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        for error in errors:
+            assert not our_frames(error_lines(error)), "\n".join(error_lines(error))
+        if is_self_check(cell):
+            printed = "".join(_text(o) for o in cell.outputs if o.output_type == "stream")
+            assert errors or "✓" in printed, f"{nbgrader_meta(cell)['grade_id']} shows no verdict"
+            for error in errors:
+                assert error.ename == "SelfCheckFailed" and error_lines(error)[0].startswith("✗ "), error_lines(error)
+            failed += bool(errors)
+    assert failed >= 1, "the mistake fails at least its own self-check"
+    explorer = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") in ("explorer", "explore"))
+    assert [o for o in explorer.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})], \
+        "the explorer is drawn at the end"
