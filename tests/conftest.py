@@ -171,11 +171,11 @@ _MADE_EMPTY_GRADEBOOKS = pytest.StashKey[str]()
 
 
 def pytest_configure(config):
-    # One directory of empty gradebooks for the whole run (autograder.nbgrader.gradebook_copy.EMPTY_GRADEBOOKS):
+    # One directory of empty gradebooks for the whole run (autograder.nbgrader.EMPTY_GRADEBOOKS):
     # made here by the first process (pytest-xdist's controller, before it starts its workers, which inherit it
     # with every `python -m autograder grade` and Dask worker the tests start), so that nbgrader's `alembic heads`
     # (1.5 CPU-s a process) runs once per run instead of once per process that makes a gradebook.
-    from autograder.nbgrader.gradebook_copy import EMPTY_GRADEBOOKS
+    from autograder.nbgrader import EMPTY_GRADEBOOKS  # not gradebook_copy's import of nbgrader in the controller
 
     if not os.environ.get(EMPTY_GRADEBOOKS):
         os.environ[EMPTY_GRADEBOOKS] = config.stash[_MADE_EMPTY_GRADEBOOKS] = tempfile.mkdtemp(

@@ -12,6 +12,7 @@ import re
 import numpy as np
 import pytest
 
+from attention_lab.core import calls
 from autograder import assignments
 from autograder.grader import comparison
 from autograder.grader.in_process import grade_answers, grade_variant, points_of
@@ -296,7 +297,9 @@ def test_np_seterr_raise_in_the_notebook_costs_nothing():
 
 def test_a_hanging_function_costs_its_own_step_only(monkeypatch):
     monkeypatch.setattr(comparison, "CALL_SECONDS", 0.2)
-    # catches the first interruption and loops again: the limit repeats until the call ends
+    # catches the first interruption and loops again: the limit repeats until the call ends (every 0.2 s here, not
+    # the second it waits in the kernel: each hidden case busy-loops through the first limit and one repeat)
+    monkeypatch.setattr(calls, "REPEAT_SECONDS", 0.2)
     stubborn = ("def causal_mask(T):\n    while True:\n        try:\n            while True:\n                pass\n"
                 "        except Exception:\n            break\n    while True:\n        pass")
     results = grades({"causal_mask": stubborn})

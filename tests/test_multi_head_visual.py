@@ -123,13 +123,13 @@ def test_scaling_by_sqrt_d_head_keeps_every_head_equally_sharp():
         "    s = s if mask is None else np.where(mask, s, -np.inf)\n"
         "    w = np.exp(s - s.max(-1, keepdims=True))\n    w = w / w.sum(-1, keepdims=True)\n"
         "    return (w @ V).transpose(1, 0, 2).reshape(T, d) @ W_o, w", "multi_head_attention")
-    mean_entropy = {}
+    # the explorer's numbers for T = 32, no mask, every n_heads: the views it shows are compute_view's
+    # (MultiHeadExplorer.compute; test_each_control_redraws_what_the_reference_computes checks them and the picture),
+    # taken here without drawing ten pictures
+    inputs, mean_entropy = mh.draw_inputs(0), {}
     for name, function in (("reference", multi_head_attention), ("÷√d_model", scaled_by_d_model)):
-        explorer = mh.MultiHeadExplorer(function, ref.attention_entropy, T=32, n_heads=1, causal=False, sync=True)
-        mean_entropy[name] = []
-        for n_heads in mh.N_HEADS_OPTIONS:
-            explorer.heads_slider.value = n_heads
-            mean_entropy[name].append(explorer.view.entropy.mean())
+        mean_entropy[name] = [mh.compute_view(function, ref.attention_entropy, mh.Settings(32, n_heads, 0, False, seed=0),
+                                              inputs).entropy.mean() for n_heads in mh.N_HEADS_OPTIONS]
     reference, wrong = np.array(mean_entropy["reference"]), np.array(mean_entropy["÷√d_model"])
     assert reference.max() - reference.min() < 0.3
     assert wrong[0] == pytest.approx(reference[0])  # one head: d_head = d_model, the two agree

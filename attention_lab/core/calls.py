@@ -25,12 +25,17 @@ class FunctionTimedOut(TimeoutError):
     """A learner's function ran longer than its time limit."""
 
 
+#: Seconds between the repeated alarms after the first (:func:`time_limit`): code that catches one interruption is
+#: interrupted again this much later.
+REPEAT_SECONDS = 1.0
+
+
 def time_limit(seconds: float, cpu_time: bool = False):
     """Interrupt the code inside after ``seconds`` with :class:`FunctionTimedOut`; use as ``with time_limit(3):``.
 
     In the main thread of a CPython with signals (notebook cells and widget
     callbacks under ipykernel, the grader's probe) this uses SIGALRM; the alarm
-    repeats every second until the block ends, so code that catches the first
+    repeats every :data:`REPEAT_SECONDS` until the block ends, so code that catches the first
     one is interrupted again. Where there are no signals — Pyodide in the
     browser (JupyterLite), other threads, platforms without ``setitimer`` — it
     is a :class:`TracedTimeLimit`, which checks the clock on every line of
@@ -76,7 +81,7 @@ def alarm_time_limit(seconds: float, cpu_time: bool = False):
 
     number, timer = (signal.SIGPROF, signal.ITIMER_PROF) if cpu_time else (signal.SIGALRM, signal.ITIMER_REAL)
     previous = signal.signal(number, interrupt)
-    signal.setitimer(timer, seconds, 1.0)
+    signal.setitimer(timer, seconds, REPEAT_SECONDS)
     try:
         yield
     finally:

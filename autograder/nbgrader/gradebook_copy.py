@@ -45,6 +45,7 @@ from nbgrader.dbutil import ALEMBIC_DIR
 from sqlalchemy.exc import SAWarning
 
 from autograder.course import COURSE_ID
+from autograder.nbgrader import EMPTY_GRADEBOOKS  # defined where reading it imports no nbgrader (tests/conftest.py)
 
 #: What ``autograde`` writes per grade and per comment (nbgrader.preprocessors.SaveAutoGrades, Autograde).
 GRADE_FIELDS = ("auto_score", "needs_manual_grade")
@@ -59,12 +60,6 @@ def sqlite_url(path: Path) -> str:
 
 #: (course id, :func:`schema_key`) → the bytes of an empty SQLite gradebook nbgrader made for them.
 _empty_gradebooks: dict[tuple, bytes] = {}
-
-#: The environment variable naming a directory where :func:`new_gradebook` also keeps the empty gradebooks
-#: nbgrader made, for the processes that come after this one (each a ``make grade``, a Dask worker, a pytest-xdist
-#: worker: each would otherwise pay its own ``alembic heads``). Unset by default; the test suite sets it
-#: (tests/conftest.py), whose command-line runs and cluster workers are new processes.
-EMPTY_GRADEBOOKS = "ATTENTION_LAB_EMPTY_GRADEBOOKS"
 
 
 def schema_key() -> tuple:
