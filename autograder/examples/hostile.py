@@ -121,8 +121,6 @@ def _widget_state(nb) -> None:
         "x": {"model_name": "ImageModel", "state": {"value": "A" * 200_000}}}}}
 
 
-
-
 def _probe_course_dir(context: Context) -> dict[str, str]:
     """Try to read and write the course directory from inside the kernel; print what happened."""
     root = context.course_dir
