@@ -217,6 +217,24 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float, float]:
     return fixed, slope, 1 - residual / total if total else 1.0
 
 
+
+def machine_note(load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+    """What the machine was doing while the benchmark ran, from its load averages at the start and at the end.
+
+    A 1-minute load above the number of cores at either end means other work shared the machine: then the wall
+    clock says more about that work than about the grader (and the CPU columns are what to read).
+    """
+    loads = (f"load average {' / '.join(f'{x:.1f}' for x in load[0])} at the start, "
+             f"{' / '.join(f'{x:.1f}' for x in load[1])} at the end, over 1 / 5 / 15 min, on {os.cpu_count()} cores")
+    if max(load[0][0], load[1][0]) <= (os.cpu_count() or 1):
+        return f"The machine ran nothing else ({loads}): the wall-clock figures are the ones the goal is about."
+    return (f"**Other work shared the machine while this ran** ({loads}): the numbers are as measured. Wall clock "
+            "then says more about the others' load at that moment than about the grader — a run given 2 cores' worth "
+            "of a machine whose load is 15 gets about a seventh of it, and the load changed between the runs, from "
+            "one size to the next and between the two graders of one size. The CPU columns do not depend on how long "
+            "a process waited for a core. Re-run it on an idle machine for the wall-clock figures to quote as the "
+            "goal's.")
+
 def render(rows: list[Row], plain_floor: tuple[list[float], list[float]],
            sandbox_floor: tuple[list[float], list[float]], load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
     floor_s, floor_cpu = statistics.fmean(plain_floor[0]), statistics.fmean(plain_floor[1])
@@ -243,14 +261,7 @@ def render(rows: list[Row], plain_floor: tuple[list[float], list[float]],
         "reaped as the command's children), so for nbgrader and `grade` the CPU columns are the grader's own work "
         f"outside the learner's kernel. `OPENBLAS_NUM_THREADS=1`, {os.cpu_count()} cores.",
         "",
-        "**The machine was shared with 7 other helpers' work (their test runs, builds, benchmarks) while this ran** "
-        f"(load average {' / '.join(f'{x:.1f}' for x in load[0])} at the start, "
-        f"{' / '.join(f'{x:.1f}' for x in load[1])} at the end, over 1 / 5 / 15 min, on 2 cores): the numbers are "
-        "as measured. Wall clock then says more about the others' load at that moment than about the grader — "
-        "a run given 2 cores' worth of a machine whose load is 15 gets about a seventh of it, and the load "
-        "changed between the runs, from one size to the next and between the two graders of one size. The CPU "
-        "columns do not depend on how long a process waited for a core. Re-run it on an idle 2-core machine for "
-        "the wall-clock figures to quote as the goal's.",
+        machine_note(load),
         "",
         "| submissions | nbgrader wall (generate / autograde / feedback) | grade, 2 workers, wall | throughput × | "
         "CPU, nbgrader / grade | peak RSS of the parent, nbgrader / grade | same scores |",
