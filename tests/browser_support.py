@@ -53,6 +53,8 @@ PIXEL_JS = """([el, fx, fy]) => { const w = el.naturalWidth, h = el.naturalHeigh
 #: JupyterLab's own option for browser tests: the page's ``window.jupyterapp`` is the application, whose commands
 #: (``docmanager:open``, ...) and shell open and close documents without loading the page again.
 EXPOSE_APP = "--LabApp.expose_app_in_browser=True"
+#: The current notebook of the page in nbformat's JSON: JupyterLab's own serialisation of its model (needs EXPOSE_APP).
+MODEL_JS = "() => window.jupyterapp.shell.currentWidget.content.model.toJSON()"
 
 
 def free_port() -> int:
@@ -226,3 +228,10 @@ def open_alone(page, path: str) -> None:
     label = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
     expect(label).to_have_text(Path(path).name, timeout=60_000)
     wait_idle(page)
+
+
+def current_notebook(page):
+    """The notebook the page shows, as JupyterLab's model holds it (its outputs included), as an nbformat node."""
+    import nbformat
+
+    return nbformat.from_dict(page.evaluate(MODEL_JS))

@@ -26,7 +26,8 @@ import nbformat
 import pytest
 
 from attention_lab.core.redraw import SUMMARY_CLASS
-from browser_support import CHROMIUM, EXPOSE_APP, POLL_MS, course_copy, lab_server, open_alone, open_lab, run_all
+from browser_support import (CHROMIUM, EXPOSE_APP, POLL_MS, course_copy, current_notebook, lab_server, open_alone, open_lab,
+                             run_all)
 from conftest import REPO
 
 ARTIFACTS = REPO / "test-artifacts" / "accessibility"
@@ -125,8 +126,6 @@ def test_the_excused_jupyterlab_rules_do_not_match_course_content():
 
 #: Each notebook as JupyterLab's model holds it after Run All in this module's page (its outputs included).
 RAN: dict[str, nbformat.NotebookNode] = {}
-#: The current notebook of the page in nbformat's JSON: JupyterLab's own serialisation of its model.
-MODEL_JS = "() => window.jupyterapp.shell.currentWidget.content.model.toJSON()"
 
 
 def open_and_run(page, notebook: str) -> None:
@@ -134,7 +133,7 @@ def open_and_run(page, notebook: str) -> None:
     open_alone(page, notebook)
     if notebook != START_PAGE:
         run_all(page)
-        RAN[notebook] = nbformat.from_dict(page.evaluate(MODEL_JS))
+        RAN[notebook] = current_notebook(page)
 
 
 def ran(page, notebook: str) -> nbformat.NotebookNode:

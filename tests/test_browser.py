@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from attention_lab.a01_attention import visual as ex
-from browser_support import (CHROMIUM, EXPOSE_APP, HASH_JS, PIXEL_JS, POLL_MS, course_copy, lab_server,
-                             open_alone, open_lab, run_all, slider_handle, wait_new_pixels)
+from browser_support import (CHROMIUM, EXPOSE_APP, HASH_JS, PIXEL_JS, POLL_MS, course_copy, current_notebook,
+                             lab_server, open_alone, open_lab, run_all, slider_handle, wait_new_pixels)
 from conftest import ASSIGNMENT, REPO
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"
@@ -52,10 +52,6 @@ def page(browser, lab):
     open_lab(page, f"{lab}/")
     yield page
     context.close()
-
-
-#: The current notebook of the page in nbformat's JSON: JupyterLab's own serialisation of its model.
-MODEL_JS = "() => window.jupyterapp.shell.currentWidget.content.model.toJSON()"
 
 
 def heatmap_fraction(T, row, col):
@@ -170,7 +166,7 @@ def test_run_all_on_a_notebook_with_a_mistake_shows_every_verdict_and_draws_the_
     # the notebook as JupyterLab's model holds it after Run All (nbformat's JSON, its outputs included): what
     # tests/test_notebooks.py asserts after nbclient's Run All of every other assignment's release with its first
     # mistake (this is that notebook's one execution per run, issue 11)
-    assert_ran_to_the_end_with_every_verdict_and_the_visual(nbformat.from_dict(page.evaluate(MODEL_JS)))
+    assert_ran_to_the_end_with_every_verdict_and_the_visual(current_notebook(page))
     first = next(i for i, c in enumerate(code) if c.metadata.get("nbgrader", {}).get("grade_id") in failing)
     dom_cells.nth(first).scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "run_all_with_a_mistake.png"))

@@ -14,13 +14,11 @@ import pytest
 
 from attention_lab import clean_on_save
 from attention_lab.lab import CLEAN_ON_SAVE, lab_command
-from browser_support import CHROMIUM, EXPOSE_APP, launch, lab_server, open_alone, run_all, wait_idle
+from browser_support import CHROMIUM, EXPOSE_APP, current_notebook, launch, lab_server, open_alone, run_all, wait_idle
 from clone_support import git, make_clone
 from conftest import REPO
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"
-#: The current notebook of the page in nbformat's JSON: JupyterLab's own serialisation of its model.
-MODEL_JS = "() => window.jupyterapp.shell.currentWidget.content.model.toJSON()"
 COMMITTED = sorted(p for folder in clean_on_save.COMMITTED_FOLDERS for p in (REPO / folder).rglob("*.ipynb")
                    if ".ipynb_checkpoints" not in p.parts)
 
@@ -126,7 +124,7 @@ def test_opening_and_running_everything_under_make_lab_leaves_the_clone_clean(cl
             run_all(page)
             # Run All raised nothing (the notebook as JupyterLab's model holds it): for the start page this is its
             # one execution per run (issue 11; each explorer's is asserted in tests/test_accessibility_browser.py)
-            ran = nbformat.from_dict(page.evaluate(MODEL_JS))
+            ran = current_notebook(page)
             errors = [o for c in ran.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
             assert not errors, (notebook, errors)
             assert all(c.execution_count for c in ran.cells if c.cell_type == "code" and c.source.strip()), notebook

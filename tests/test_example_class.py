@@ -52,7 +52,6 @@ def test_the_end_to_end_sample_has_the_first_student_of_each_kind_in_spec_order(
 def test_the_hostile_bank_s_assignment_samples_a_correct_answer_written_differently():
     """The sample's only correct-but-different student is the hostile bank's assignment's (its questions too:
     tests/test_grading.py reads that student's answers to them)."""
-    assert example_class.DIFFERENT_ANSWER_END_TO_END == hostile.ASSIGNMENT
     assignment = assignments.get(hostile.ASSIGNMENT)
     sample = example_class.end_to_end_sample(assignment)
     assert [s for s in sample[2:] if not example_class.students_of(assignment)[s].breaks] == ["cai-einsum-and-1e9"]

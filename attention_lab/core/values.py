@@ -99,9 +99,7 @@ class SeededNormal(RecipeArray):
     tag = "seeded_normal"
 
     def holds_its_recipe(self) -> bool:
-        recipe = self.recipe
-        drawn = _made("seeded_normal", _seeded_key(recipe),
-                      lambda: _draw(recipe))
+        drawn = _seeded_array(self.recipe)
         return self.shape == drawn.shape and np.array_equal(self, drawn)
 
 
@@ -115,10 +113,8 @@ class PackageArray(RecipeArray):
     tag = "package_array"
 
     def holds_its_recipe(self) -> bool:
-        recipe = self.recipe
         try:  # the stored array, its digest checked once when read (``load_package_array``)
-            stored = _made("package_array", _package_key(recipe),
-                           lambda: _stored_array(recipe))
+            stored = _package_array(self.recipe)
         except ValueError:
             return False
         return self.dtype == stored.dtype and self.shape == stored.shape and np.array_equal(self, stored)
@@ -188,17 +184,18 @@ def draw_seeded(recipe) -> np.ndarray:
     ValueError
         If ``recipe`` is not a recipe :func:`seeded_normals` writes, or is outside its bounds.
     """
-    recipe = _seeded_recipe(recipe)
-    return _made("seeded_normal", _seeded_key(recipe),
-                 lambda: _draw(recipe)).copy()
+    return _seeded_array(_seeded_recipe(recipe)).copy()
 
 
-def _seeded_key(recipe: dict) -> tuple:
-    return recipe["seed"], tuple(recipe["shape"]), recipe["count"], recipe["index"]
+def _seeded_array(recipe: dict) -> np.ndarray:
+    """The read-only array a checked seeded-normal recipe draws, drawn once (:func:`_made`)."""
+    key = recipe["seed"], tuple(recipe["shape"]), recipe["count"], recipe["index"]
+    return _made("seeded_normal", key, lambda: _draw(recipe))
 
 
-def _package_key(recipe: dict) -> tuple:
-    return recipe["file"], recipe["key"], recipe["sha256"]
+def _package_array(recipe: dict) -> np.ndarray:
+    """The read-only array a checked package-array recipe names, read and digest-checked once (:func:`_made`)."""
+    return _made("package_array", (recipe["file"], recipe["key"], recipe["sha256"]), lambda: _stored_array(recipe))
 
 
 def _draw(recipe: dict) -> np.ndarray:
@@ -309,8 +306,7 @@ def load_package_array(recipe) -> np.ndarray:
         raise ValueError(f"a package_array recipe must be a dict of strings file, key, sha256; received {str(recipe)[:80]}")
     if not _PACKAGE_FILE.fullmatch(recipe["file"]) or not _PACKAGE_KEY.fullmatch(recipe["key"]):
         raise ValueError(f"a package_array recipe names a file or key outside the package; received {str(recipe)[:80]}")
-    return _made("package_array", _package_key(recipe),
-                 lambda: _stored_array(recipe)).copy()
+    return _package_array(recipe).copy()
 
 
 def _stored_array(recipe: dict) -> np.ndarray:

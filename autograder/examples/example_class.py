@@ -27,7 +27,7 @@ import nbformat
 from autograder import assignments
 from autograder.nbgrader import class_report, grading
 from autograder.nbgrader.notebook_cells import fill_release, read, solution_cells
-from autograder.assignments.a01_attention.spec import ASSIGNMENT as A1_SPEC
+from autograder.examples import hostile
 from autograder.grader.spec import Assignment, Variant
 from autograder.course import REPO
 
@@ -36,7 +36,7 @@ CORRECT_STUDENT = "ada-correct"
 UNTOUCHED = "ben-untouched"  # hands in the release as it is: loses points everywhere
 #: The assignment whose correct answer written differently is in the end-to-end sample: the hostile bank's
 #: (:mod:`autograder.examples.hostile` builds on it).
-DIFFERENT_ANSWER_END_TO_END = A1_SPEC.name
+DIFFERENT_ANSWER_END_TO_END = hostile.ASSIGNMENT
 
 
 def students_of(assignment: Assignment) -> dict[str, Variant | None]:

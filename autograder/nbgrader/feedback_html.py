@@ -137,15 +137,42 @@ class FeedbackExporter(HTMLExporter):
         if not attachments and not self.embed_images and len(source) <= MARKDOWN_CACHE_CHARS:  # see markdown_html
             return markdown_html(source, self.anchor_link_text, self.exclude_anchor_links)
         path = context.get("resources", {}).get("metadata", {}).get("path", "")
-        renderer = MathMLRenderer(escape=False, attachments=attachments, embed_images=self.embed_images,
-                                  path=path, anchor_link_text=self.anchor_link_text,
-                                  exclude_anchor_links=self.exclude_anchor_links)
-        return MarkdownWithMath(renderer=renderer).render(source)
+        return render_markdown_html(source, attachments, self.embed_images, path, self.anchor_link_text,
+                                    self.exclude_anchor_links)
+
+
+def render_markdown_html(source: str, attachments: dict, embed_images: bool, path: str, anchor_link_text: str,
+                         exclude_anchor_links: bool) -> str:
+    """The feedback's HTML of one Markdown cell: nbconvert's Markdown with math, rendered by :class:`MathMLRenderer`.
+
+    Parameters
+    ----------
+    source : str
+        The cell's Markdown.
+    attachments : dict
+        The cell's attachments (name → MIME bundle), which ``attachment:`` links show.
+    embed_images : bool
+        Whether images the Markdown links to are read from ``path`` and embedded (``HTMLExporter.embed_images``).
+    path : str
+        The notebook's folder (where embedded images are read from).
+    anchor_link_text : str
+        The text of each heading's anchor link (``HTMLExporter.anchor_link_text``).
+    exclude_anchor_links : bool
+        Whether headings get no anchor link (``HTMLExporter.exclude_anchor_links``).
+
+    Returns
+    -------
+    str
+        The cell's HTML, before nbconvert's and nbgrader's templates wrap it.
+    """
+    renderer = MathMLRenderer(escape=False, attachments=attachments, embed_images=embed_images, path=path,
+                              anchor_link_text=anchor_link_text, exclude_anchor_links=exclude_anchor_links)
+    return MarkdownWithMath(renderer=renderer).render(source)
 
 
 @functools.lru_cache(maxsize=MARKDOWN_CACHE_SIZE)
 def markdown_html(source: str, anchor_link_text: str = "¶", exclude_anchor_links: bool = False) -> str:
-    """The feedback's HTML of one Markdown cell without attachments (:class:`MathMLRenderer`, images not embedded).
+    """:func:`render_markdown_html` of a Markdown cell without attachments, images not embedded.
 
     Kept for the process's later calls: the grading process renders the assignment's source notebook before it
     forks the students' jobs (:mod:`autograder.nbgrader.job_warmup`), so that no job renders the assignment's
@@ -157,19 +184,15 @@ def markdown_html(source: str, anchor_link_text: str = "¶", exclude_anchor_link
     ----------
     source : str
         The cell's Markdown.
-    anchor_link_text : str
-        The text of each heading's anchor link (``HTMLExporter.anchor_link_text``).
-    exclude_anchor_links : bool
-        Whether headings get no anchor link (``HTMLExporter.exclude_anchor_links``).
+    anchor_link_text, exclude_anchor_links : str, bool
+        As :func:`render_markdown_html`'s.
 
     Returns
     -------
     str
         The cell's HTML, before nbconvert's and nbgrader's templates wrap it.
     """
-    renderer = MathMLRenderer(escape=False, attachments={}, embed_images=False, path="",
-                              anchor_link_text=anchor_link_text, exclude_anchor_links=exclude_anchor_links)
-    return MarkdownWithMath(renderer=renderer).render(source)
+    return render_markdown_html(source, {}, False, "", anchor_link_text, exclude_anchor_links)
 
 
 class ReadableFeedback(NbGraderPreprocessor):
