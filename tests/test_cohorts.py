@@ -23,7 +23,7 @@ from traitlets import log as traitlets_log
 from autograder import assignments
 from autograder.course import COURSE_ID
 from autograder.grader.in_process import grade_variant
-from autograder.nbgrader import cohorts, fingerprints, grading, release
+from autograder.nbgrader import cohorts, fingerprints, gradebook_copy, grading, release
 from autograder.nbgrader.gradebook_copy import sqlite_url
 from autograder.nbgrader.gradebook_load import GenerateFailed, generate, planned_cells, refused_change
 from autograder.nbgrader.notebook_cells import nbgrader_meta, read
@@ -67,7 +67,7 @@ def gradebook_like_nbgrader(course: Path) -> Gradebook:
     """A gradebook holding the source notebook's cells as generate_assignment records them (no nbgrader run)."""
     planned = planned_cells(read(SOURCE_NB))
     cell_types = {nbgrader_meta(c).get("grade_id"): c.cell_type for c in read(SOURCE_NB).cells}
-    gradebook = Gradebook(sqlite_url(course / "gradebook.db"), course_id=COURSE_ID)
+    gradebook = Gradebook(sqlite_url(gradebook_copy.new_gradebook(course / "gradebook.db")), course_id=COURSE_ID)
     gradebook.add_assignment(ASSIGNMENT)
     gradebook.add_notebook(NOTEBOOK_ID, ASSIGNMENT)
     for name in planned["grade"]:

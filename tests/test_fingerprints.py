@@ -2,7 +2,7 @@
 
 import shutil
 
-from autograder.nbgrader import fingerprints
+from autograder.nbgrader import fingerprints, gradebook_copy
 from autograder.nbgrader.fingerprints import GradingRecord, fingerprint, grader_version, tree_hash
 from conftest import ASSIGNMENT, REPO
 
@@ -78,6 +78,7 @@ def test_generate_assignment_is_skipped_only_for_the_source_the_gradebook_holds(
     grader = grader_version(course)
     record = GradingRecord(course)
     assert not already_loaded(course, ASSIGNMENT, record, grader)  # no gradebook yet
+    gradebook_copy.new_gradebook(course / "gradebook.db")  # the run's empty gradebook: no `alembic heads`
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
         gradebook.add_assignment(ASSIGNMENT)
         gradebook.add_notebook("notebook", ASSIGNMENT)

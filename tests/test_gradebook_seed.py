@@ -27,7 +27,7 @@ NB = NOTEBOOK.removesuffix(".ipynb")
 
 def make_class(path: Path) -> str:
     """A class gradebook with the assignment (cells out of name order) and two students, one graded by hand."""
-    url = gradebook_copy.sqlite_url(path)
+    url = gradebook_copy.sqlite_url(gradebook_copy.new_gradebook(path))  # the run's empty gradebook: no alembic
     with Gradebook(url, course_id=COURSE_ID) as gradebook:
         gradebook.add_assignment(ASSIGNMENT, duedate=datetime.datetime(2026, 3, 1, 12, 0))
         gradebook.add_notebook(NB, ASSIGNMENT, kernelspec='{"name": "python3"}')

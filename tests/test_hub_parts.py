@@ -16,6 +16,7 @@ from autograder import hub
 from autograder.hub.envs import render
 from autograder.hub.exchange import copy_without_links, submission_problem
 from autograder.hub.users import HubError, create_user
+from autograder.nbgrader import gradebook_copy
 from autograder.nbgrader.late_penalty import PercentPerDayLate
 from autograder.nbgrader.lms_export import CanvasExportPlugin, MoodleExportPlugin
 
@@ -46,6 +47,7 @@ def test_late_penalty_reads_its_percentage_from_the_config_and_refuses_a_negativ
 def gradebook(tmp_path, monkeypatch):
     """Two assignments, three students: one on time, one late with a penalty, one who submitted nothing."""
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # nbgrader runs alembic
+    gradebook_copy.new_gradebook(tmp_path / "gradebook.db", "attention-lab")  # alembic once per run, not per test
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}", course_id="attention-lab") as gb:
         for name, points in (("a1", (2.0, 8.0)), ("a2", (5.0,))):
             gb.add_assignment(name, duedate=datetime(2030, 1, 1))

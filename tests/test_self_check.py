@@ -30,7 +30,7 @@ from nbgrader.api import Gradebook
 from autograder.examples.hostile import FULL  # assignment 1's points, its questions included
 from autograder import assignments
 from autograder.course import COURSE_ID
-from autograder.nbgrader import check_button, feedback_html, grading, self_check
+from autograder.nbgrader import check_button, feedback_html, gradebook_copy, grading, self_check
 from autograder.nbgrader.fingerprints import tree_hash
 from autograder.nbgrader.notebook_cells import fill_release, read, solution_cells
 from autograder.nbgrader.preflight import GradingStopped
@@ -64,6 +64,7 @@ def make_course(root: Path, gradebook: bool = False) -> Path:
         (course / folder / "ada" / ASSIGNMENT).mkdir(parents=True)
         (course / folder / "ada" / ASSIGNMENT / "marker.txt").write_text("the instructor's")
     if gradebook:
+        gradebook_copy.new_gradebook(course / "gradebook.db")  # the run's empty gradebook: no `alembic heads`
         with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=COURSE_ID) as book:
             book.add_student("ada")  # the instructor's gradebook, with a student of their class
     else:

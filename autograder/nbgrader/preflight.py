@@ -6,14 +6,17 @@ zero with status "ok": every probe cell fails the same way, which looks like a c
 course's ``nbgrader_config.py``: :class:`~autograder.sandbox.SandboxedExecute` and its kernel settings),
 and says in one line why it cannot, so that the run stops before the first student.
 
-A check that passed is not run again in this process for a kernel configured the same way
-(:func:`require_probe_kernel_once`, keyed on :func:`preflight_key`: everything that can make it fail).
+A check that passed is not run again for a kernel configured the same way (:func:`require_probe_kernel_once`,
+keyed on :func:`preflight_key`: everything that can make it fail): not in this process, and not in a later run
+in the same course directory, which keeps the keys' digests that passed in :data:`PASSED_NAME` — a re-run that
+grades one added student then starts one kernel, the student's, not two (issue 14 §6: ≤ 5 s).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import multiprocessing
 import os
 import signal
@@ -127,6 +130,11 @@ def require_probe_kernel(course_dir: Path) -> None:
 
 #: :func:`preflight_key` of every check that passed in this process.
 _passed: set[tuple] = set()
+#: The file, in the course directory next to the gradebook, holding the digests (:func:`key_digest`) of the
+#: preflight keys whose check passed there; written only after a check passed, atomically (rename).
+PASSED_NAME = "preflight-passed.json"
+#: How many digests the file keeps, newest last: one per kernel configuration the course was graded with.
+PASSED_KEPT = 16
 
 
 def _tree_digest(path: Path) -> str:
@@ -193,10 +201,43 @@ def preflight_key(course_dir: Path) -> tuple:
             tempfile.gettempdir())
 
 
-def require_probe_kernel_once(course_dir: Path) -> None:
-    """:func:`require_probe_kernel`, skipped when a check with the same :func:`preflight_key` passed in this process.
+def key_digest(key: tuple) -> str:
+    """SHA-256 (hex) of a :func:`preflight_key`: its ``repr``, which holds only strings, tuples and None."""
+    return hashlib.sha256(repr(key).encode()).hexdigest()
 
-    A check that failed is not remembered: the next call checks again.
+
+def passed_digests(course_dir: Path) -> list[str]:
+    """The digests :data:`PASSED_NAME` in ``course_dir`` holds (none when it is missing or unreadable)."""
+    try:
+        digests = json.loads((Path(course_dir) / PASSED_NAME).read_text()).get("passed", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [d for d in digests if isinstance(d, str)] if isinstance(digests, list) else []
+
+
+def remember_passed(course_dir: Path, digest: str) -> None:
+    """Add ``digest`` to :data:`PASSED_NAME` in ``course_dir`` (the newest :data:`PASSED_KEPT` are kept).
+
+    Best effort: a course directory that cannot be written only loses the shortcut for the next run.
+    """
+    digests = [d for d in passed_digests(course_dir) if d != digest][-(PASSED_KEPT - 1):] + [digest]
+    target = Path(course_dir) / PASSED_NAME
+    temporary = target.with_name(f".{PASSED_NAME}.{os.getpid()}")
+    try:
+        temporary.write_text(json.dumps({"passed": digests}, indent=1) + "\n")
+        os.replace(temporary, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+
+
+def require_probe_kernel_once(course_dir: Path) -> None:
+    """:func:`require_probe_kernel`, skipped when a check with the same :func:`preflight_key` passed before: in
+    this process, or in an earlier run in ``course_dir`` (:data:`PASSED_NAME`).
+
+    A check that failed is not remembered: the next call checks again. Every input that can make the check fail
+    is in the key, so that a changed configuration, interpreter, image, student package or environment is
+    checked again.
 
     Raises
     ------
@@ -209,6 +250,11 @@ def require_probe_kernel_once(course_dir: Path) -> None:
         key = None
     if key is not None and key in _passed:
         return
+    digest = key_digest(key) if key is not None else None
+    if digest is not None and digest in passed_digests(course_dir):
+        _passed.add(key)
+        return
     require_probe_kernel(course_dir)
     if key is not None:
         _passed.add(key)
+        remember_passed(course_dir, digest)
