@@ -4,9 +4,9 @@ and shown able to fail (it is false for the untrained model)."""
 import numpy as np
 import pytest
 
-from autograder.assignments.a09_tiny_gpt import analysis
+from autograder.assignments.a09_tiny_gpt import analysis, data
 from autograder.assignments.a09_tiny_gpt.findings import FINDINGS, false_findings, measure
-from autograder.assignments.a09_tiny_gpt.model import Config, init_parameters, load_weights
+from autograder.assignments.a09_tiny_gpt.model import Config, generate, init_parameters, load_weights
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +33,19 @@ def test_every_sentence_is_false_for_the_untrained_model(finding, untrained):
 
 def test_false_findings(trained):
     assert false_findings(trained) == []
+
+
+@pytest.mark.parametrize("weights", ["committed", "untrained"])
+def test_the_sampled_sequences_are_what_generate_samples_one_sequence_at_a_time(weights):
+    # analysis.sampled_sequences decodes its sequences side by side; each must be generate's, token for token
+    params, config = load_weights() if weights == "committed" else (init_parameters(Config(), 0), Config())
+    rng = np.random.default_rng(4)  # sampled_sequences' draws, in its order: a prompt, then its uniform numbers
+    expected = []
+    for _ in range(12):
+        prompt = np.concatenate([[data.BOS], rng.choice(np.arange(1, config.vocab_size), 2, replace=False)])
+        n_new = config.block_size - prompt.size
+        expected.append(generate(params, config, prompt, n_new, temperature=1.0, uniforms=rng.random(n_new)))
+    np.testing.assert_array_equal(analysis.sampled_sequences(params, config, n_sequences=12), np.array(expected))
 
 
 def test_pattern_keys_hand_worked():

@@ -39,11 +39,12 @@ def measure(params: Mapping[str, np.ndarray], config: Config, n_eval: int = 2000
     """Compute every measurement (about 10 s on one core)."""
     sampled = analysis.sampled_sequences(params, config)
     fresh, _ = analysis.fresh_sequences(config, 500, 3)
+    weights = analysis.attention_weights(params, config, fresh)  # one forward pass for the three analyses of fresh
     return Measurements(
         sampled_scores=analysis.pattern_scores(params, config, sampled),
-        fresh_scores=analysis.pattern_scores(params, config, fresh),
-        entropy=analysis.normalised_entropy(params, config, fresh),
-        l0h0_profile=analysis.position_profile(params, config, 0, 0, fresh),
+        fresh_scores=analysis.pattern_scores(params, config, fresh, weights),
+        entropy=analysis.normalised_entropy(params, config, fresh, weights),
+        l0h0_profile=analysis.position_profile(params, config, 0, 0, fresh, weights),
         ablation=analysis.ablation(params, config, n_eval),
         long_blocks={L: analysis.accuracy_by_block_index(params, config, L) for L in (13, 14)},
         sampled_sequences=sampled,

@@ -108,10 +108,28 @@ def evaluate(params: Mapping[str, np.ndarray], config: Config, n_sequences: int 
     Returns ``{"predictable_accuracy", "all_accuracy", "predictable_loss", "unpredictable_loss",
     "n_predictable"}`` (losses in nats per target); the sequences come from ``seed`` (not the training stream).
     """
-    rng = np.random.default_rng(seed)
-    tokens, lengths = batch(rng, config, n_sequences)
-    logits = np.concatenate([forward(params, chunk, config, head_mask=head_mask).logits   # chunks bound the memory
-                             for chunk in np.array_split(tokens[:, :-1], max(1, n_sequences // 250))])
+    tokens, lengths = evaluation_sequences(config, n_sequences, seed)
+    logits = np.concatenate([forward(params, chunk, config, head_mask=head_mask).logits
+                             for chunk in evaluation_chunks(tokens)])
+    return evaluation_scores(logits, tokens, lengths, config)
+
+
+def evaluation_sequences(config: Config, n_sequences: int = 2000, seed: int = EVAL_SEED) -> tuple[np.ndarray, np.ndarray]:
+    """The sequences :func:`evaluate` scores: ``n_sequences`` of ``block_size + 1`` tokens from ``seed``, and their L."""
+    return batch(np.random.default_rng(seed), config, n_sequences)
+
+
+def evaluation_chunks(tokens: np.ndarray) -> list[np.ndarray]:
+    """The inputs of :func:`evaluation_sequences`' ``tokens`` in the chunks :func:`evaluate` runs the model on.
+
+    Chunks of about 250 sequences bound the memory; a caller that must reproduce :func:`evaluate`'s numbers
+    bit for bit runs the model on these same chunks.
+    """
+    return np.array_split(tokens[:, :-1], max(1, len(tokens) // 250))
+
+
+def evaluation_scores(logits: np.ndarray, tokens: np.ndarray, lengths: np.ndarray, config: Config) -> dict[str, float]:
+    """:func:`evaluate`'s scores of the model's ``logits`` (n, block_size, vocab_size) on ``tokens`` (n, block_size + 1)."""
     targets = tokens[:, 1:]
     predictable = data.predictable_targets(lengths, config.block_size + 1)
     correct = logits.argmax(axis=-1) == targets
