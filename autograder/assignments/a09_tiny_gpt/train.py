@@ -114,8 +114,9 @@ def evaluate(params: Mapping[str, np.ndarray], config: Config, n_sequences: int 
     return evaluation_scores(logits, tokens, lengths, config)
 
 
-def evaluation_sequences(config: Config, n_sequences: int = 2000, seed: int = EVAL_SEED) -> tuple[np.ndarray, np.ndarray]:
-    """The sequences :func:`evaluate` scores: ``n_sequences`` of ``block_size + 1`` tokens from ``seed``, and their L."""
+def evaluation_sequences(config: Config, n_sequences: int = 2000,
+                         seed: int = EVAL_SEED) -> tuple[np.ndarray, np.ndarray]:
+    """The sequences :func:`evaluate` scores: ``n_sequences`` of ``block_size + 1`` tokens from ``seed``, and L."""
     return batch(np.random.default_rng(seed), config, n_sequences)
 
 
@@ -128,8 +129,9 @@ def evaluation_chunks(tokens: np.ndarray) -> list[np.ndarray]:
     return np.array_split(tokens[:, :-1], max(1, len(tokens) // 250))
 
 
-def evaluation_scores(logits: np.ndarray, tokens: np.ndarray, lengths: np.ndarray, config: Config) -> dict[str, float]:
-    """:func:`evaluate`'s scores of the model's ``logits`` (n, block_size, vocab_size) on ``tokens`` (n, block_size + 1)."""
+def evaluation_scores(logits: np.ndarray, tokens: np.ndarray, lengths: np.ndarray,
+                      config: Config) -> dict[str, float]:
+    """:func:`evaluate`'s scores of ``logits`` (n, block_size, vocab_size) on ``tokens`` (n, block_size + 1)."""
     targets = tokens[:, 1:]
     predictable = data.predictable_targets(lengths, config.block_size + 1)
     correct = logits.argmax(axis=-1) == targets
