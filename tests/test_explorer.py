@@ -25,6 +25,12 @@ def explorer():
     return ex.AttentionExplorer(*FUNCTIONS, T=12, d_head=16, sync=True)
 
 
+@pytest.fixture(scope="module")
+def untouched_explorer():
+    """A new explorer as ``explorer`` builds it, shared by the tests that only read it (no control moves)."""
+    return ex.AttentionExplorer(*FUNCTIONS, T=12, d_head=16, sync=True)
+
+
 def expected(T, d, scale, causal, seed):
     Q, K, V = (a[:T, :d] for a in ex.draw_inputs(seed))
     _, w = ref.scaled_dot_product_attention(Q, K, V, mask=ref.causal_mask(T) if causal else None, scale=scale)
@@ -250,7 +256,8 @@ def test_the_heatmap_explorers_take_their_functions_t_slider_and_colour_scale_fr
         masking.MaskingExplorer(*masks, colour_scale="log", sync=True)
 
 
-def test_controls_have_labels_and_tooltips(explorer):
+def test_controls_have_labels_and_tooltips(untouched_explorer):
+    explorer = untouched_explorer
     for control in (explorer.T_slider, explorer.d_slider, explorer.scale_box, explorer.causal_box,
                     explorer.seed_slider, explorer.resample):
         assert control.description and control.tooltip
@@ -260,7 +267,8 @@ def test_controls_have_labels_and_tooltips(explorer):
     assert ratios.max() < 0.75  # log-spaced steps, at most about ×2 apart
 
 
-def test_axes_say_query_and_key_position_and_nats(explorer):
+def test_axes_say_query_and_key_position_and_nats(untouched_explorer):
+    explorer = untouched_explorer
     f = explorer.figure
     assert (f.heat_ax.get_xlabel(), f.heat_ax.get_ylabel()) == ("key position", "query position")
     assert f.entropy_ax.get_xlabel() == "query position" and "nats" in f.entropy_ax.get_ylabel()

@@ -20,6 +20,12 @@ def explorer():
     return mx.MaskingExplorer(*FUNCTIONS, T=8, lengths=(8, 5, 0), sync=True)
 
 
+@pytest.fixture(scope="module")
+def untouched_explorer():
+    """A new explorer as ``explorer`` builds it, shared by the tests that only read it (no control moves)."""
+    return mx.MaskingExplorer(*FUNCTIONS, T=8, lengths=(8, 5, 0), sync=True)
+
+
 def expected(settings):
     """Reference mask, scores and weights for ``settings``, computed independently of the explorer's view."""
     T, lengths = settings.T, list(settings.lengths)
@@ -202,7 +208,8 @@ def test_one_figure_and_one_image_are_reused(explorer):
     assert explorer.figure.figure is figure and explorer.image is image and explorer.redraws == 5
 
 
-def test_controls_have_labels_and_tooltips(explorer):
+def test_controls_have_labels_and_tooltips(untouched_explorer):
+    explorer = untouched_explorer
     controls = [explorer.T_slider, *explorer.length_sliders, explorer.causal_box, explorer.logit_slider,
                 explorer.seed_slider]
     for control in controls:
@@ -210,7 +217,8 @@ def test_controls_have_labels_and_tooltips(explorer):
     assert explorer.dtype_buttons.description == "dtype" and len(explorer.dtype_buttons.tooltips) == 3
 
 
-def test_axes_say_query_and_key_position(explorer):
+def test_axes_say_query_and_key_position(untouched_explorer):
+    explorer = untouched_explorer
     assert explorer.figure.heat_axes[0].get_ylabel() == "query position"
     assert all(ax.get_xlabel() == "key position" for ax in explorer.figure.heat_axes)
 

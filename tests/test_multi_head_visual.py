@@ -22,6 +22,12 @@ def explorer():
     return mh.MultiHeadExplorer(*FUNCTIONS, T=12, n_heads=4, head=1, sync=True)
 
 
+@pytest.fixture(scope="module")
+def untouched_explorer():
+    """A new explorer as ``explorer`` builds it, shared by the tests that only read it (no control moves)."""
+    return mh.MultiHeadExplorer(*FUNCTIONS, T=12, n_heads=4, head=1, sync=True)
+
+
 def expected(T, n_heads, causal, seed):
     x, W_q, W_k, W_v, W_o = mh.draw_inputs(seed)
     _, weights = multi_head_attention(x[:T], W_q, W_k, W_v, W_o, n_heads, mask=ref.causal_mask(T) if causal else None)
@@ -306,7 +312,8 @@ def test_changes_arriving_before_a_pending_redraw_are_merged():
     check_matches_reference(explorer)
 
 
-def test_controls_have_labels_and_tooltips(explorer):
+def test_controls_have_labels_and_tooltips(untouched_explorer):
+    explorer = untouched_explorer
     for control in (explorer.T_slider, explorer.heads_slider, explorer.head_slider, explorer.causal_box,
                     explorer.seed_slider, explorer.resample):
         assert control.description and control.tooltip
@@ -315,7 +322,8 @@ def test_controls_have_labels_and_tooltips(explorer):
     assert all(mh.D_MODEL % n == 0 for n in mh.N_HEADS_OPTIONS)
 
 
-def test_axes_say_query_and_key_position_and_nats(explorer):
+def test_axes_say_query_and_key_position_and_nats(untouched_explorer):
+    explorer = untouched_explorer
     figure = explorer.figure
     assert figure.head_ax.get_xlabel() == "key position" and figure.head_ax.get_ylabel() == "query position"
     assert "key position" in figure.mosaic_ax.get_xlabel() and figure.mosaic_ax.get_ylabel() == "query position"

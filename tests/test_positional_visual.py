@@ -22,6 +22,12 @@ def explorer():
     return px.PositionalExplorer(*FUNCTIONS, T=40, d_model=16, t=6, k=5, pair=2, sync=True)
 
 
+@pytest.fixture(scope="module")
+def untouched_explorer():
+    """A new explorer as ``explorer`` builds it, shared by the tests that only read it (no control moves)."""
+    return px.PositionalExplorer(*FUNCTIONS, T=40, d_model=16, t=6, k=5, pair=2, sync=True)
+
+
 def expected_gaps(T, d_model, seed):
     x, W_q, W_k, W_v, perm = px.attention_problem(T, d_model, seed)
     out = lambda z: ref.self_attention(z, W_q, W_k, W_v)[0]  # noqa: E731
@@ -64,7 +70,8 @@ def pixel(explorer, rect, fx, fy):
     return img[int((1 - bottom - h + h * fy) * height), int((left + w * fx) * width)].astype(int)
 
 
-def test_initial_view_matches_the_reference(explorer):
+def test_initial_view_matches_the_reference(untouched_explorer):
+    explorer = untouched_explorer
     check_matches_reference(explorer)
     assert "the same curve as from t = 0" in explorer.summary.value
 
@@ -101,7 +108,8 @@ def test_rows_t_and_t_plus_k_are_marked_on_the_heatmap_while_inside(explorer):
     assert "PE(t) R_k − PE(t+k) is at most" not in explorer.summary.value  # no row of the table has a partner
 
 
-def test_heatmap_pixels_show_the_encoding_colours(explorer):
+def test_heatmap_pixels_show_the_encoding_colours(untouched_explorer):
+    explorer = untouched_explorer
     cmap = colormaps[px.ENCODING_COLORMAP]
     # Row 0 is (0, 1, 0, 1, …): column 1 (cos 0 = 1) is the top colour, column 0 (sin 0 = 0) the middle one.
     T, d = 40, 16
@@ -272,7 +280,8 @@ def test_out_of_range_initial_values_are_refused(settings, words):
     assert str(error.value) == words
 
 
-def test_controls_are_labelled_with_tooltips(explorer):
+def test_controls_are_labelled_with_tooltips(untouched_explorer):
+    explorer = untouched_explorer
     for control in (explorer.T_slider, explorer.d_slider, explorer.t_slider, explorer.k_slider, explorer.pair_slider,
                     explorer.seed_slider, explorer.shuffle):
         assert control.description and control.tooltip
