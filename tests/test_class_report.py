@@ -9,6 +9,7 @@ One browser test opens the page with JavaScript disabled.
 from __future__ import annotations
 
 import csv
+import functools
 import re
 import shutil
 import warnings
@@ -236,3 +237,18 @@ def test_browser_shows_plots_and_legend_without_javascript(course, browser):
         assert [u for u in requests if not u.startswith(("file:", "data:"))] == []
     finally:
         context.close()
+
+
+def test_the_grader_label_names_the_distribution_that_provides_the_autograder_package(monkeypatch):
+    """Looked up by this project's name (a re-run's fixed cost), it is the distribution Python's metadata says
+    provides ``autograder``; installed under another name, that one is found."""
+    from importlib import metadata
+
+    provides = metadata.packages_distributions()["autograder"][0]
+    monkeypatch.setattr(fingerprints, "_distributions", functools.lru_cache(fingerprints._distributions.__wrapped__))
+    names = [name for name, _ in fingerprints._distributions()]
+    assert names == [fingerprints.PROJECT_DISTRIBUTION, "nbgrader"] and provides == fingerprints.PROJECT_DISTRIBUTION
+    assert dict(fingerprints._distributions())[provides] == metadata.version(provides)
+    monkeypatch.setattr(fingerprints, "PROJECT_DISTRIBUTION", "attention-lab-renamed-fork")  # not installed
+    fingerprints._distributions.cache_clear()
+    assert [name for name, _ in fingerprints._distributions()] == [provides, "nbgrader"]

@@ -17,6 +17,7 @@ import contextlib
 import io
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -191,7 +192,7 @@ def test_a_course_outside_the_checkout_is_graded_from_its_own_directory_and_fail
 
 
 def test_a_re_run_grades_only_what_changed_or_failed_and_no_earlier_full_marks_survive_a_crash(copied_course,
-                                                                                             copied_runs):
+                                                                                             copied_runs, monkeypatch):
     """Without ``--force`` a re-run grades a changed submission and one not graded before, nothing else, and
     reports the unchanged one as it was graded; a submission graded full marks that now ends its kernel is reported
     with what it earns now (what ran before the crash), never with its earlier row; ``--force`` grades every
@@ -209,11 +210,33 @@ def test_a_re_run_grades_only_what_changed_or_failed_and_no_earlier_full_marks_s
     full = f"{FULL:g}/{FULL:g}"
     amy = student_line(again.stdout, "amy")
     assert full not in amy and f"{hostile.BEFORE_MASK:g}/{FULL:g}" in amy
+    warmed, warm = [], grading._warm_jobs
+    monkeypatch.setattr(grading, "_warm_jobs", lambda course_dir, assignment: [warmed.append(assignment),
+                                                                               warm(course_dir, assignment)])
     forced = grade_here_in_process(copied_course, "--force", "--workers", "2")
     assert forced.returncode == 0, forced.stderr[-3000:]
     assert "unchanged" not in forced.stdout
     assert sorted(log_sections(copied_course)[-1]) == ["amy", "bo", "eve-empty"]
+    assert warmed == [ASSIGNMENT]  # three jobs to fork: warmed up for once
     assert student_line(forced.stdout, "bo").count(full) == 1
+
+
+def test_a_re_run_that_adds_one_student_forks_its_job_without_the_warm_up(copied_course, copied_runs, monkeypatch):
+    """The warm-up loads once, before the jobs fork, what each job would load first; a lone job would load it once
+    all the same, so a re-run that grades one student skips it (issue 14 §6: a re-run adding one student) and
+    grades that student as the others were graded (the test before shows three warmed up for, once)."""
+    if "first" not in copied_runs or not (copied_course / "gradebook.db").exists():
+        pytest.skip("needs the graded copy of the tests before")
+    warmed = []
+    monkeypatch.setattr(grading, "_warm_jobs", lambda course_dir, assignment: warmed.append(assignment))
+    shutil.rmtree(copied_course / "submitted" / "eve-empty")  # never graded, so graded again in every run
+    folder = copied_course / "submitted" / "cy" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(honest_notebook(), str(folder / NOTEBOOK))
+    added = grade_here_in_process(copied_course)
+    assert added.returncode == 0, added.stderr[-3000:]
+    assert log_sections(copied_course)[-1] == ["cy"] and warmed == []
+    assert f"{FULL:g}/{FULL:g}" in student_line(added.stdout, "cy")
 
 
 def test_a_kernel_that_cannot_import_attention_lab_stops_the_run_before_the_first_student(tmp_path):
