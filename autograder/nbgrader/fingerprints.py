@@ -30,12 +30,14 @@ from importlib import metadata
 from pathlib import Path
 
 from autograder import assignments
+from autograder.course import COURSE_ID
 
 RECORD_NAME = "gradebook-hashes.json"
 SKIPPED_PARTS = {"__pycache__", ".ipynb_checkpoints"}
 PACKAGES = (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[2] / "attention_lab")
-#: pyproject.toml's name of this project's distribution, which provides the ``autograder`` package.
-PROJECT_DISTRIBUTION = "attention-lab"
+#: pyproject.toml's name of this project's distribution, which provides the ``autograder`` package (the course is
+#: named as the project: one constant, :data:`autograder.course.COURSE_ID`).
+PROJECT_DISTRIBUTION = COURSE_ID
 
 
 def tree_hash(root: Path, skip: frozenset[str] = frozenset()) -> str:
