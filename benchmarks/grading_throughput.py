@@ -103,9 +103,12 @@ def cpu_seconds(who: int = resource.RUSAGE_CHILDREN) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(course: Path, module: str, *args: str) -> tuple[float, int, float]:
+def timed(course: Path, module: str, *args: str, code: Path | None = None) -> tuple[float, int, float]:
     """Run ``python -m module args`` in ``course``; return (wall clock seconds, the process's peak RSS in bytes,
     CPU seconds of the command with every process it started: kernels, sandboxes, grading jobs).
+
+    ``code``: a tree whose packages the command imports instead of this checkout's (``PYTHONPATH``), e.g. a base
+    commit's files (``benchmarks/rerun_one_student.py``).
 
     Raises
     ------
@@ -115,7 +118,8 @@ def timed(course: Path, module: str, *args: str) -> tuple[float, int, float]:
     with tempfile.NamedTemporaryFile(prefix="attention-lab-rss-") as rss:
         cpu, started = cpu_seconds(), time.perf_counter()
         done = subprocess.run([sys.executable, "-c", _PEAK_RSS, rss.name, module, *args], cwd=course,
-                              env=grading.nbgrader_environment(), text=True,
+                              env={**grading.nbgrader_environment(), **({"PYTHONPATH": str(code)} if code else {})},
+                              text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
         if done.returncode != 0:

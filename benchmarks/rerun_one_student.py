@@ -28,7 +28,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +40,6 @@ import grading_throughput  # noqa: E402 — the class, the course's environment 
 from test_budget import base_tree  # noqa: E402 — a commit's tracked files
 
 from autograder.course import REPO  # noqa: E402
-from autograder.nbgrader import grading  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "rerun_one_student.md"
 ROUNDS = 5
@@ -51,25 +49,11 @@ GOAL_SECONDS = 5.0
 
 
 def grade(tree: Path, course: Path, *extra: str) -> tuple[float, float]:
-    """``python -m autograder grade`` of assignment 1 in ``course`` with ``tree``'s code: (wall s, CPU s).
-
-    Raises
-    ------
-    RuntimeError
-        If the command fails; the message ends with its output.
-    """
-    env = {**grading.nbgrader_environment(), "PYTHONPATH": str(tree)}
-    command = [sys.executable, "-m", "autograder", "grade", grading_throughput.ASSIGNMENT, "--workers",
-               str(grading_throughput.WORKERS), "--course-dir", str(course), *extra]
-    with tempfile.TemporaryFile() as output:
-        started = time.monotonic()
-        process = subprocess.Popen(command, cwd=course, env=env, stdout=output, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(process.pid, 0)  # the command's rusage with its reaped children's
-        wall = time.monotonic() - started
-        if os.waitstatus_to_exitcode(status) != 0:
-            output.seek(0)
-            raise RuntimeError(f"`{' '.join(command)}` failed:\n{output.read().decode()[-4000:]}")
-    return wall, usage.ru_utime + usage.ru_stime
+    """``python -m autograder grade`` of assignment 1 in ``course`` with ``tree``'s code: (wall s, CPU s)."""
+    seconds, _, cpu = grading_throughput.timed(course, "autograder", "grade", grading_throughput.ASSIGNMENT,
+                                               "--workers", str(grading_throughput.WORKERS), "--course-dir",
+                                               str(course), *extra, code=tree)
+    return seconds, cpu
 
 
 def measure(base: str, rounds: int) -> dict[str, list[tuple[float, float]]]:

@@ -82,17 +82,16 @@ def _distributions() -> tuple[tuple[str, str | None], ...]:
     (its graded notebook's label and the version in it); a job forked from ``make grade`` inherits what its parent
     found (installed packages do not change while a class is graded).
     """
-    try:  # this project's own distribution, where it is installed as itself (0.002 s)
-        ours = PROJECT_DISTRIBUTION if metadata.version(PROJECT_DISTRIBUTION) else "?"
-    except metadata.PackageNotFoundError:  # installed under another name (a fork): find what provides autograder
-        ours = metadata.packages_distributions().get("autograder", ["?"])[0]
-    found = []
-    for package in (ours, "nbgrader"):
+    def version(package: str) -> str | None:
         try:
-            found.append((package, metadata.version(package)))
+            return metadata.version(package)
         except metadata.PackageNotFoundError:
-            found.append((package, None))
-    return tuple(found)
+            return None
+
+    ours = PROJECT_DISTRIBUTION  # this project's own distribution, where it is installed as itself (0.002 s)
+    if version(ours) is None:  # installed under another name (a fork): find what provides autograder
+        ours = metadata.packages_distributions().get("autograder", ["?"])[0]
+    return tuple((package, version(package)) for package in (ours, "nbgrader"))
 
 
 def grader_version(course_dir: Path) -> str:
