@@ -322,7 +322,7 @@ def render(rows: list[Row], plain_floor: tuple[list[float], list[float]],
         "every run), hashes the assignment's source and spec once per class instead of once per student, and its "
         "command line no longer imports jsonschema's IRI checker (`rfc3987_syntax` compiles ~38 grammars when "
         "imported: 1–2 s idle, 3–7 s measured here). What is left of a re-run adding one student: the interpreter "
-        "and imports, hashing the class's submissions, the preflight kernel, and the one student's autograde + "
+        "and imports, hashing the class's submissions, and the one student's autograde + "
         "feedback (the floor, the sandbox, the probes, the feedback's HTML export). Goal: ≤ 5 s on an idle machine.",
         "",
     ]

@@ -8,6 +8,7 @@ run on a Dask cluster with PostgreSQL is in tests/test_parallel_grading.py.
 """
 
 import datetime
+import gc
 import shutil
 import warnings
 from pathlib import Path
@@ -19,7 +20,7 @@ from sqlalchemy.exc import SAWarning
 
 from autograder.course import COURSE_ID
 from autograder.nbgrader import dask_executor, fingerprints, gradebook_copy
-from autograder.nbgrader.student_job import JobResult, StudentBudget
+from autograder.nbgrader.student_job import JobResult, StudentBudget, StudentJob
 from conftest import ASSIGNMENT, NOTEBOOK, REPO
 
 NB = NOTEBOOK.removesuffix(".ipynb")
@@ -141,6 +142,57 @@ def test_writing_a_jobs_rows_back_sets_autogrades_fields_and_keeps_the_instructo
     assert rows["grades"]["test_softmax"] == (2.0, 1.5, 0.5, False)  # manual score and extra credit kept
     assert rows["comments"]["softmax"] == (None, "see the lecture notes")
     assert rows["late_submission_penalty"] == 0.5 and rows["flagged"] is True
+
+
+def live_dialects() -> int:
+    """SQLAlchemy dialects still alive after a full collection: one per engine something still holds."""
+    from sqlalchemy.engine.default import DefaultDialect
+
+    gc.collect()
+    return sum(isinstance(thing, DefaultDialect) for thing in gc.get_objects())
+
+
+def test_settling_a_class_through_one_held_gradebook_leaves_no_engine_per_student_and_keeps_manual_grades(
+        class_url, made, tmp_path):
+    # what a job sends back for amy, given to 30 new students as the grading process settles them one by one
+    job = gradebook_copy.sqlite_url(gradebook_copy.seed(
+        tmp_path / "job.db", gradebook_copy.assignment_data(class_url, ASSIGNMENT), "amy",
+        gradebook_copy.student_data(class_url, ASSIGNMENT, "amy"), template=made[1]))
+    data = gradebook_copy.submission_data(job, ASSIGNMENT, "amy")
+    students = [f"s{number:02d}" for number in range(30)]
+    before = live_dialects()
+    with gradebook_copy.ClassGradebook(class_url) as held:
+        for number, student in enumerate(students):
+            settled = StudentJob(tmp_path, ASSIGNMENT, student, StudentBudget(), tmp_path / f"{student}.db", held)
+            assert settled.existed is False
+            if number == 10:  # an instructor grades s00 by hand in Formgrader meanwhile: the held session sees it
+                with Gradebook(class_url, course_id=COURSE_ID) as formgrader:
+                    formgrader.find_grade("test_softmax", NB, ASSIGNMENT, "s00").manual_score = 0.25
+                    formgrader.db.commit()
+            result = settled.settle(JobResult(student, True, rows=data))
+            assert result.graded and result.rows is None, result.reason
+        # two engines' statements are cached: the held gradebook's and the instructor's; a nbgrader Gradebook
+        # opened per student left every student's dialect alive in the ORM's caches (32 here)
+        assert live_dialects() - before <= 2
+        # a write that fails (a cell the gradebook does not know) leaves nothing half-written for the next student
+        broken = {**data, "notebooks": {NB: {**data["notebooks"][NB], "grades": {"no_such_cell": {
+            "auto_score": 1.0, "needs_manual_grade": False}}}}}
+        failed = StudentJob(tmp_path, ASSIGNMENT, "zed", StudentBudget(), tmp_path / "zed.db", held)
+        outcome = failed.settle(JobResult("zed", True, rows=broken))
+        assert not outcome.graded and "could not be copied" in outcome.reason
+        assert not held.has_student("zed")
+        held.write_submission(ASSIGNMENT, "s00", data)  # s00 graded again: the manual grade stays
+    rows = gradebook_copy.submission_rows(class_url, ASSIGNMENT)
+    assert set(rows) == {"amy", "bo", *students}
+    autograded = {cell: {name: fields[name] for name in gradebook_copy.GRADE_FIELDS}
+                  for cell, fields in data["notebooks"][NB]["grades"].items()}
+    assert autograded == {"test_softmax": {"auto_score": 1.0, "needs_manual_grade": False},
+                          "test_scores": {"auto_score": None, "needs_manual_grade": True},
+                          "explain": {"auto_score": None, "needs_manual_grade": True}}
+    for student in students[1:]:  # (auto_score, manual_score, extra_credit, needs_manual_grade)
+        assert {cell: (score[0], score[3]) for cell, score in rows[student]["notebooks"][NB]["grades"].items()} == \
+            {cell: (fields["auto_score"], fields["needs_manual_grade"]) for cell, fields in autograded.items()}
+    assert rows["s00"]["notebooks"][NB]["grades"]["test_softmax"][1] == 0.25
 
 
 def test_shipped_files_stay_inside_their_folder(tmp_path):

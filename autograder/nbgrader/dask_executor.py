@@ -46,7 +46,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from autograder.nbgrader import fingerprints, gradebook_copy
-from autograder.nbgrader.student_job import JobResult, StudentBudget, remove_partial_grades, student_exists
+from autograder.nbgrader.student_job import JobResult, StudentBudget, remove_partial_grades
 
 #: Seconds a worker's grading interpreter may take beyond the student's wall-clock budget (its start, the
 #: seeded gradebook, the files) before the worker kills it.
@@ -356,18 +356,19 @@ class DaskGrader:
         """Disconnect from the scheduler."""
         self.client.close()
 
-    def settle(self, student: str, existed: bool, shipped: ShippedResult) -> JobResult:
+    def settle(self, student: str, existed: bool, shipped: ShippedResult,
+               gradebook: gradebook_copy.ClassGradebook) -> JobResult:
         """Write a worker's result into the class gradebook and the course directory (this process: the only writer).
 
-        A graded student's rows go into the gradebook (:func:`autograder.nbgrader.gradebook_copy.write_submission`)
-        and their files into ``autograded/`` and ``feedback/``; a student who was not graded, or whose result
-        cannot be written, has no rows and no such folder left for this assignment.
+        A graded student's rows go into ``gradebook``, the class gradebook held open for the run
+        (:meth:`autograder.nbgrader.gradebook_copy.ClassGradebook.write_submission`), and their files into
+        ``autograded/`` and ``feedback/``; a student who was not graded, or whose result cannot be written, has
+        no rows and no such folder left for this assignment.
         """
         result = shipped.job
         if result.graded:
             try:
-                gradebook_copy.write_submission(gradebook_copy.class_gradebook_url(self.course_dir), self.assignment,
-                                                student, shipped.rows)
+                gradebook.write_submission(self.assignment, student, shipped.rows)
                 for folder, files in (("autograded", shipped.autograded), ("feedback", shipped.feedback)):
                     target = self.course_dir / folder / student / self.assignment
                     shutil.rmtree(target, ignore_errors=True)
@@ -377,7 +378,7 @@ class DaskGrader:
                 result.graded = False
                 result.reason = f"its results could not be written: {type(error).__name__}: {error}"[:300]
         if not result.graded:
-            remove_partial_grades(self.course_dir, self.assignment, student, existed)
+            remove_partial_grades(self.course_dir, self.assignment, student, existed, gradebook)
         return result
 
     def grade_students(self, students: list[str], budget: StudentBudget, progress: bool | None = None,
@@ -417,13 +418,14 @@ class DaskGrader:
             bar.update(1)
 
         futures, existed = {}, {}
+        gradebook = gradebook_copy.ClassGradebook(class_url)  # one for the run: the grading process stays flat
         try:
             for student in students:
-                existed[student] = student_exists(self.course_dir, student)
+                existed[student] = gradebook.has_student(student)
                 job = ship(self.course_dir, self.assignment, student, rows,
                            gradebook_copy.student_data(class_url, self.assignment, student), self.expected, budget)
                 if isinstance(job, JobResult):
-                    finished(student, self.settle(student, existed[student], ShippedResult(job)))
+                    finished(student, self.settle(student, existed[student], ShippedResult(job), gradebook))
                     continue
                 future = self.client.submit(run_job, job, pure=False,
                                             key=f"grade-{self.assignment}-{student}-{uuid.uuid4().hex[:8]}")
@@ -436,13 +438,14 @@ class DaskGrader:
                     shipped = ShippedResult(JobResult(student, False, f"its job on the cluster failed: "
                                                       f"{type(error).__name__}: {str(error)[:200]}"))
                 shipped.job.log = f"[worker {shipped.worker or '?'}]\n{shipped.job.log}"
-                finished(student, self.settle(student, existed[student], shipped))
+                finished(student, self.settle(student, existed[student], shipped, gradebook))
         except BaseException:  # interrupted: no job goes on, no partial grades of unfinished students
             self.client.cancel(list(futures))
             for student in set(futures.values()) - set(results):
-                remove_partial_grades(self.course_dir, self.assignment, student, existed[student])
+                remove_partial_grades(self.course_dir, self.assignment, student, existed[student], gradebook)
             raise
         finally:
+            gradebook.close()
             bar.close()
         return {student: results[student] for student in students}
 

@@ -8,8 +8,9 @@ graded like this (:mod:`autograder.nbgrader.parallel`):
 2. each student's job autogrades into its own copy of that snapshot, given to nbgrader through its public
    setting ``c.CourseDirectory.db_url``; nothing in grading one student reads another student's rows, so the
    job sees what a sequential run would have seen;
-3. the parent, the only process that writes the class gradebook, copies that student's rows from the job's
-   copy with :func:`copy_submission` (nbgrader's public :class:`nbgrader.api.Gradebook` API).
+3. the job reads the rows it wrote (:func:`submission_data`) and sends them back with its result; the parent,
+   the only process that writes the class gradebook, writes them with :meth:`ClassGradebook.write_submission`
+   (nbgrader's public :class:`nbgrader.api.Gradebook` API), through one gradebook held open for the run.
 
 Only the fields that ``nbgrader autograde`` writes are copied (the student, the submission's timestamp, each
 notebook's late penalty, each grade's autograder score and review flag, each comment's autograder comment):
@@ -216,51 +217,107 @@ def write_submission(class_url: str, assignment: str, student: str, data: dict) 
     """Write what autograding ``student`` produced (:func:`submission_data`) into the class gradebook.
 
     Only autograde's own fields are written; a manual score or comment already in the class gradebook stays.
+    A writer of many students holds one :class:`ClassGradebook` instead.
 
     Raises
     ------
     nbgrader.api.MissingEntry
         If the class gradebook does not know ``assignment`` or one of the cells in ``data``.
     """
-    with Gradebook(class_url, course_id=COURSE_ID) as gradebook:
-        try:
-            gradebook.find_student(student)
-        except MissingEntry:
-            gradebook.add_student(student, **{name: data["student"].get(name) for name in STUDENT_FIELDS})
-        with warnings.catch_warnings():  # nbgrader's add_submission always trips SQLAlchemy's autoflush warning
-            warnings.simplefilter("ignore", SAWarning)
-            gradebook.update_or_create_submission(assignment, student, timestamp=data["timestamp"])
-        for notebook, rows in data["notebooks"].items():
-            target = gradebook.find_submission_notebook(notebook, assignment, student)
-            target.late_submission_penalty = rows["late_submission_penalty"]
-            for cell, fields in rows["grades"].items():
-                row = gradebook.find_grade(cell, notebook, assignment, student)
-                for name in GRADE_FIELDS:
-                    setattr(row, name, fields[name])
-            for cell, fields in rows["comments"].items():
-                row = gradebook.find_comment(cell, notebook, assignment, student)
-                for name in COMMENT_FIELDS:
-                    setattr(row, name, fields[name])
-        gradebook.db.commit()
+    with ClassGradebook(class_url) as gradebook:
+        gradebook.write_submission(assignment, student, data)
 
 
-def copy_submission(job_url: str, class_url: str, assignment: str, student: str) -> None:
-    """Copy what autograding ``student`` wrote in the job's gradebook into the class gradebook.
+class ClassGradebook:
+    """The class gradebook, held open by its one writer for a whole grading run: one nbgrader ``Gradebook``.
+
+    Why one: every nbgrader ``Gradebook`` makes its own SQLAlchemy engine, and SQLAlchemy's ORM keeps the
+    insert and update statements it compiled in a cache on each mapped class, keyed by the engine's dialect
+    (``Mapper(_compiled_cache_size=100)``, up to 150 entries each before it prunes). A gradebook opened per
+    student therefore left each student's dialect and statements alive: the grading process grew with the
+    class, by about 0.1 MiB per student up to ~150 students (tests/test_gradebook_seed.py counts the dialects).
+    Held open, the statements are compiled once. Each method ends its transaction (a commit, or a rollback
+    after reading), so the gradebook is never left locked between students and a manual grade an instructor
+    gives in Formgrader meanwhile is seen and kept.
 
     Parameters
     ----------
-    job_url, class_url : str
-        nbgrader ``db_url`` of the job's copy (read) and of the class gradebook (written).
-    assignment, student : str
-        Which submission.
-
-    Raises
-    ------
-    nbgrader.api.MissingEntry
-        If the job's gradebook has no submission of ``student`` (the job did not autograde it), or the class
-        gradebook does not know ``assignment`` or one of its cells.
+    url : str
+        nbgrader ``db_url`` of the class gradebook (:func:`class_gradebook_url`); an SQLite file is created
+        by nbgrader if it does not exist.
     """
-    write_submission(class_url, assignment, student, submission_data(job_url, assignment, student))
+
+    def __init__(self, url: str):
+        self.url = url
+        self.gradebook = Gradebook(url, course_id=COURSE_ID)
+
+    def __enter__(self) -> ClassGradebook:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close nbgrader's session and engine (nbgrader's ``Gradebook.close``)."""
+        self.gradebook.close()
+
+    def has_student(self, student: str) -> bool:
+        """Whether the gradebook knows ``student``."""
+        try:
+            self.gradebook.find_student(student)
+            return True
+        except MissingEntry:
+            return False
+        finally:
+            self.gradebook.db.rollback()  # only read: end the transaction (a server would hold it open)
+
+    def write_submission(self, assignment: str, student: str, data: dict) -> None:
+        """Write what autograding ``student`` produced (:func:`submission_data`), as :func:`write_submission`.
+
+        Raises
+        ------
+        nbgrader.api.MissingEntry
+            If the gradebook does not know ``assignment`` or one of the cells in ``data``; the student and
+            submission rows nbgrader has already committed stay (the caller removes them,
+            :meth:`remove_submission`).
+        """
+        gradebook = self.gradebook
+        try:
+            try:
+                gradebook.find_student(student)
+            except MissingEntry:
+                gradebook.add_student(student, **{name: data["student"].get(name) for name in STUDENT_FIELDS})
+            with warnings.catch_warnings():  # nbgrader's add_submission always trips SQLAlchemy's autoflush warning
+                warnings.simplefilter("ignore", SAWarning)
+                gradebook.update_or_create_submission(assignment, student, timestamp=data["timestamp"])
+            for notebook, rows in data["notebooks"].items():
+                target = gradebook.find_submission_notebook(notebook, assignment, student)
+                target.late_submission_penalty = rows["late_submission_penalty"]
+                for cell, fields in rows["grades"].items():
+                    row = gradebook.find_grade(cell, notebook, assignment, student)
+                    for name in GRADE_FIELDS:
+                        setattr(row, name, fields[name])
+                for cell, fields in rows["comments"].items():
+                    row = gradebook.find_comment(cell, notebook, assignment, student)
+                    for name in COMMENT_FIELDS:
+                        setattr(row, name, fields[name])
+            gradebook.db.commit()
+        except BaseException:  # the next student's write must not commit half of this one
+            gradebook.db.rollback()
+            raise
+
+    def remove_submission(self, assignment: str, student: str, remove_student: bool) -> None:
+        """Remove ``student``'s submission of ``assignment`` if any, and the student too when ``remove_student``
+        and they have no other submission (nbgrader's ``remove_submission`` and ``remove_student``)."""
+        try:
+            with contextlib.suppress(MissingEntry):
+                self.gradebook.remove_submission(assignment, student)
+            if remove_student:
+                with contextlib.suppress(MissingEntry):
+                    if not self.gradebook.find_student(student).submissions:
+                        self.gradebook.remove_student(student)
+        finally:
+            self.gradebook.db.rollback()  # nbgrader's removals commit themselves: this only ends a read
 
 
 def assignment_data(db_url: str, assignment: str) -> dict:

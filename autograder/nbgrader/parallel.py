@@ -94,8 +94,11 @@ def grade_students(course_dir: Path, assignment: str, students: list[str], budge
     course_dir = Path(course_dir).resolve()
     results: dict[str, JobResult] = {}
     bar = progress_bar(len(students), assignment, progress)
-    with tempfile.TemporaryDirectory(prefix="attention-lab-gradebooks-") as scratch:
-        gradebooks = gradebook_copy.JobGradebooks(gradebook_copy.class_gradebook_url(course_dir), assignment, scratch)
+    class_url = gradebook_copy.class_gradebook_url(course_dir)
+    # one open class gradebook for the whole run (gradebook_copy.ClassGradebook: the grading process stays flat)
+    with tempfile.TemporaryDirectory(prefix="attention-lab-gradebooks-") as scratch, \
+            gradebook_copy.ClassGradebook(class_url) as class_gradebook:
+        gradebooks = gradebook_copy.JobGradebooks(class_url, assignment, scratch)
 
         def finished(job: StudentJob, result: JobResult) -> None:
             results[job.student] = result = job.settle(result)
@@ -111,7 +114,7 @@ def grade_students(course_dir: Path, assignment: str, students: list[str], budge
                 while pending and len(running) < workers:
                     index, student = pending.popleft()
                     copy = gradebooks.make(student, Path(scratch) / f"job-{index}.db")
-                    job = StudentJob(course_dir, assignment, student, budget, copy)
+                    job = StudentJob(course_dir, assignment, student, budget, copy, class_gradebook)
                     try:
                         job.start()
                     except OSError as error:  # no process could be made (fork's EAGAIN, ENOMEM): this student only

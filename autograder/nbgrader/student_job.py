@@ -10,9 +10,10 @@ the next student is graded, and a student whose grading did not finish
 leaves no partial gradebook rows (removed with ``Gradebook.remove_submission``)
 and no half-written ``autograded/`` or ``feedback/`` folder.
 
-The child never writes the class gradebook: it autograds into its own copy
-(``c.CourseDirectory.db_url``), and the calling process copies the student's
-rows into the class gradebook (:mod:`autograder.nbgrader.gradebook_copy`), so
+The child never writes the class gradebook: it autogrades into its own copy
+(``c.CourseDirectory.db_url``) and sends back the rows it wrote, which the
+calling process writes into the class gradebook it holds open
+(:class:`autograder.nbgrader.gradebook_copy.ClassGradebook`), so
 that several jobs can run at once with one writer
 (:mod:`autograder.nbgrader.parallel`). :class:`StudentJob` is one such job,
 started and finished by its caller; :func:`run_student` grades one student
@@ -72,6 +73,7 @@ class JobResult:
     log: str = ""
     peak_memory: int = 0  # bytes of address space the job's process reached (0: unknown)
     seconds: float = 0.0  # wall clock of the whole job
+    rows: dict | None = None  # what autograde wrote in the job's gradebook (gradebook_copy.submission_data), if graded
 
 
 def _failure(result: dict) -> str:
@@ -195,6 +197,12 @@ def _child(connection, course_dir: Path, assignment: str, student: str, memory_b
     os.chdir(course_dir)
     try:
         result = grade_student(course_dir, assignment, student, db_url)
+        if result.graded:  # read here, in parallel with the other jobs: the parent only writes them
+            try:
+                result.rows = gradebook_copy.submission_data(db_url, assignment, student)
+            except Exception as error:  # noqa: BLE001 — this student is then not graded, with the reason
+                result = JobResult(student, False, "its grades could not be read from the job's gradebook: "
+                                                   f"{type(error).__name__}: {error}"[:300], result.notes, result.log)
     except MemoryError:
         result = JobResult(student, False, f"grading it went over the memory budget of {byte_size(memory_bytes)} "
                                            "(StudentBudget.memory_bytes)")
@@ -209,19 +217,19 @@ def _child(connection, course_dir: Path, assignment: str, student: str, memory_b
         connection.close()
 
 
-def remove_partial_grades(course_dir: Path, assignment: str, student: str, student_existed: bool) -> None:
-    """Remove what a grading that did not finish left: gradebook rows (public Gradebook API) and output folders."""
-    from nbgrader.api import Gradebook, MissingEntry
+def remove_partial_grades(course_dir: Path, assignment: str, student: str, student_existed: bool,
+                          gradebook: gradebook_copy.ClassGradebook | None = None) -> None:
+    """Remove what a grading that did not finish left: gradebook rows (public Gradebook API) and output folders.
 
-    url = class_gradebook(course_dir)
-    if gradebook_copy.gradebook_exists(url):
-        with Gradebook(url, course_id=COURSE_ID) as gradebook:
-            with contextlib.suppress(MissingEntry):
-                gradebook.remove_submission(assignment, student)
-            if not student_existed:
-                with contextlib.suppress(MissingEntry):
-                    if not gradebook.find_student(student).submissions:
-                        gradebook.remove_student(student)
+    ``gradebook`` is the class gradebook its writer holds open (default: opened here, when it exists).
+    """
+    if gradebook is not None:
+        gradebook.remove_submission(assignment, student, remove_student=not student_existed)
+    else:
+        url = class_gradebook(course_dir)
+        if gradebook_copy.gradebook_exists(url):
+            with gradebook_copy.ClassGradebook(url) as opened:
+                opened.remove_submission(assignment, student, remove_student=not student_existed)
     for folder in ("autograded", "feedback"):
         shutil.rmtree(course_dir / folder / student / assignment, ignore_errors=True)
         with contextlib.suppress(OSError):  # the student's folder too, unless another assignment is in it
@@ -231,21 +239,6 @@ def remove_partial_grades(course_dir: Path, assignment: str, student: str, stude
 def class_gradebook(course_dir: Path) -> str:
     """nbgrader ``db_url`` of the course's gradebook (:func:`autograder.nbgrader.gradebook_copy.class_gradebook_url`)."""
     return gradebook_copy.class_gradebook_url(course_dir)
-
-
-def student_exists(course_dir: Path, student: str) -> bool:
-    """Whether the class gradebook knows ``student`` (before their job: a failed job of a new student removes them)."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    url = class_gradebook(course_dir)
-    if not gradebook_copy.gradebook_exists(url):
-        return False
-    with Gradebook(url, course_id=COURSE_ID) as gradebook:
-        try:
-            gradebook.find_student(student)
-            return True
-        except MissingEntry:
-            return False
 
 
 class StudentJob:
@@ -268,13 +261,15 @@ class StudentJob:
     job_gradebook : Path
         The job's own SQLite gradebook, made from the class gradebook
         (:class:`autograder.nbgrader.gradebook_copy.JobGradebooks`).
+    gradebook : autograder.nbgrader.gradebook_copy.ClassGradebook
+        The class gradebook, held open by the caller (its only writer) for all its jobs.
     """
 
     def __init__(self, course_dir: Path, assignment: str, student: str, budget: StudentBudget,
-                 job_gradebook: Path):
+                 job_gradebook: Path, gradebook: gradebook_copy.ClassGradebook):
         self.course_dir, self.assignment, self.student = Path(course_dir), assignment, student
-        self.budget, self.job_gradebook = budget, Path(job_gradebook)
-        self.existed = student_exists(self.course_dir, student)
+        self.budget, self.job_gradebook, self.gradebook = budget, Path(job_gradebook), gradebook
+        self.existed = gradebook.has_student(student)
         self.process = self.connection = self.log = None
         self.started = self.deadline = 0.0
 
@@ -349,24 +344,25 @@ class StudentJob:
             self.process.join()
         if self.log is not None:
             self.log.close()
-        remove_partial_grades(self.course_dir, self.assignment, self.student, self.existed)
+        remove_partial_grades(self.course_dir, self.assignment, self.student, self.existed, self.gradebook)
 
     def settle(self, result: JobResult) -> JobResult:
         """Write the outcome into the class gradebook (the caller is its only writer).
 
-        A graded student's rows are copied from the job's gradebook; a student who was not graded has no rows
-        and no ``autograded/`` or ``feedback/`` folder left for this assignment. A copy that fails turns the
-        result into not graded, with the reason.
+        A graded student's rows, which the job read from its gradebook (:attr:`JobResult.rows`), are written
+        into the class gradebook; a student who was not graded has no rows and no ``autograded/`` or
+        ``feedback/`` folder left for this assignment. A write that fails turns the result into not graded,
+        with the reason.
         """
         if result.graded:
             try:
-                gradebook_copy.copy_submission(gradebook_copy.sqlite_url(self.job_gradebook),
-                                               class_gradebook(self.course_dir), self.assignment, self.student)
+                self.gradebook.write_submission(self.assignment, self.student, result.rows)
             except Exception as error:  # noqa: BLE001 — one student's problem never stops the class
                 result.graded = False
                 result.reason = f"its grades could not be copied into the gradebook: {type(error).__name__}: {error}"[:300]
+        result.rows = None  # written: the caller keeps every result, not every student's rows
         if not result.graded:
-            remove_partial_grades(self.course_dir, self.assignment, self.student, self.existed)
+            remove_partial_grades(self.course_dir, self.assignment, self.student, self.existed, self.gradebook)
         self.job_gradebook.unlink(missing_ok=True)
         return result
 
@@ -396,10 +392,11 @@ def run_student(course_dir: Path, assignment: str, student: str, budget: Student
     course_dir = Path(course_dir).resolve()
     if budget is None:
         budget = StudentBudget(config=course_config(course_dir))
-    with tempfile.TemporaryDirectory(prefix="attention-lab-gradebook-") as scratch:
-        copy = gradebook_copy.JobGradebooks(class_gradebook(course_dir), assignment, Path(scratch)).make(
-            student, Path(scratch) / "job.db")
-        job = StudentJob(course_dir, assignment, student, budget, copy)
+    url = class_gradebook(course_dir)
+    with tempfile.TemporaryDirectory(prefix="attention-lab-gradebook-") as scratch, \
+            gradebook_copy.ClassGradebook(url) as gradebook:
+        copy = gradebook_copy.JobGradebooks(url, assignment, Path(scratch)).make(student, Path(scratch) / "job.db")
+        job = StudentJob(course_dir, assignment, student, budget, copy, gradebook)
         job.start()
         return job.settle(job.finish())
 
