@@ -108,7 +108,8 @@ hub: $(STAMP) sandbox proxy
 	  --students $(HUB_STUDENTS) --port $(HUB_PORT) $(if $(HUB_ENVS),--envs $(HUB_ENVS)) $(HUB_ARGS)
 
 ## hub-envs: an install step (run as root): the hub users' two environments built ahead with pip, kept while
-## current, in $(HUB_ENVS) (default /var/tmp/attention-lab-hub-envs/<checkout>), where tests/test_hub.py finds them
+## current, in $(HUB_ENVS) (default /var/tmp/attention-lab-hub-envs/<checkout>, where tests/test_hub.py finds them;
+## there it also removes the folders of checkouts that no longer exist)
 hub-envs: $(STAMP)
 	$(BIN)/python -m autograder hub envs
 

@@ -263,6 +263,41 @@ def test_environments_built_ahead_are_one_folder_per_checkout_unless_named(monke
     assert envs.prebuilt_dir() == tmp_path / "mine"
 
 
+def test_building_ahead_records_the_checkout_and_only_gone_checkouts_environments_are_removed(tmp_path, monkeypatch):
+    from autograder.hub import envs
+
+    parent = tmp_path / "hub-envs"
+    monkeypatch.setattr(envs.os, "geteuid", lambda: 0)  # build_ahead runs as root; the build itself is recorded
+    monkeypatch.setattr(envs, "build_user_envs", lambda *args: (args[0].mkdir(), args[1].mkdir()))
+    here = envs.build_ahead(parent / envs.checkout_key(envs.REPO))
+    assert (here / envs.CHECKOUT_RECORD).read_text() == f"{envs.REPO.resolve()}\n"
+    monkeypatch.undo()
+
+    def built_for(checkout: Path, name: str | None = None, record: bool = True) -> Path:
+        folder = parent / (name or envs.checkout_key(checkout))
+        (folder / "student-env").mkdir(parents=True)
+        if record:
+            (folder / envs.CHECKOUT_RECORD).write_text(f"{checkout}\n")
+        return folder
+
+    alive = tmp_path / "alive-clone"
+    alive.mkdir()
+    kept = [here, built_for(alive), built_for(tmp_path / "gone-but-unrecorded", record=False),
+            built_for(tmp_path / "gone-under-another-name", name="0123456789ab")]
+    gone = [built_for(tmp_path / "gone-clone"), built_for(tmp_path / "another-gone-clone")]
+    linked = parent / envs.checkout_key(tmp_path / "linked-gone")  # a link is never followed into
+    linked.symlink_to(gone[0], target_is_directory=True)
+    lines = []
+    assert envs.prune_built_ahead(parent, log=lines.append) == sorted(gone)
+    assert all(folder.is_dir() for folder in kept) and not any(folder.exists() for folder in gone)
+    assert linked.is_symlink() and len(lines) == 2 and "gone-clone, a checkout that no longer exists" in lines[-1]
+    assert envs.prune_built_ahead(tmp_path / "missing") == []
+    parent.chmod(0o777)  # a parent others can write in: what is in it may be theirs, nothing is removed
+    doomed = built_for(tmp_path / "third-gone-clone")
+    assert envs.prune_built_ahead(parent) == [] and doomed.is_dir()
+    parent.chmod(0o755)
+
+
 def test_the_environments_folder_must_be_ours_and_closed_to_other_users(tmp_path):
     from autograder.hub.envs import safe_folder
 
@@ -318,10 +353,11 @@ def test_the_command_line_passes_the_environments_folder_on(tmp_path, monkeypatc
     seen = []
     monkeypatch.setattr(hub, "setup", lambda root, instructor, students, roster, folder: seen.append(folder))
     monkeypatch.setattr(hub, "build_ahead", lambda folder: seen.append(folder) or folder)
+    monkeypatch.setattr(hub, "prune_built_ahead", lambda: seen.append("pruned"))
     monkeypatch.delenv(envs.ENVS_VARIABLE, raising=False)
     assert hub.main(["setup", "--root", str(tmp_path), "--students", "ada", "--envs", str(tmp_path / "e")]) == 0
     assert hub.main(["setup", "--root", str(tmp_path), "--students", "ada"]) == 0
-    assert hub.main(["envs", "--envs", str(tmp_path / "e")]) == 0
-    assert hub.main(["envs"]) == 0  # `make hub-envs`: where the hub test looks
-    assert seen == [tmp_path / "e", None, tmp_path / "e", envs.prebuilt_dir()]
+    assert hub.main(["envs", "--envs", str(tmp_path / "e")]) == 0  # a folder of the user's: nothing else touched
+    assert hub.main(["envs"]) == 0  # `make hub-envs`: where the hub test looks, then the gone checkouts' removed
+    assert seen == [tmp_path / "e", None, tmp_path / "e", envs.prebuilt_dir(), "pruned"]
     assert f"current in {envs.prebuilt_dir()}" in capsys.readouterr().out

@@ -62,7 +62,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.course import COURSE_ID, REPO
-from autograder.hub.envs import build_ahead, build_user_envs, prebuilt_dir, render, safe_folder
+from autograder.hub.envs import (ENVS_VARIABLE, build_ahead, build_user_envs, prebuilt_dir, prune_built_ahead,
+                                 render, safe_folder)
 from autograder.hub.users import (NOBODY, SYSTEM_PATH, UMASK, HubError, create_user, end_processes, remove_user,
                                   run_as)
 
@@ -393,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
             start(args.root, args.port)
         elif args.command == "envs":
             print(f"the hub users' environments are current in {build_ahead(args.envs or prebuilt_dir())}")
+            if args.envs is None and not os.environ.get(ENVS_VARIABLE):  # the per-checkout folders' parent
+                prune_built_ahead()
         else:
             teardown(args.root, args.purge)
     except HubError as error:

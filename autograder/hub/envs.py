@@ -52,6 +52,14 @@ STUDENT_DISABLED_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader", "
 #: be moved, so they are built where they are used. :data:`ENVS_VARIABLE` names another folder.
 PREBUILT_PARENT = Path("/var/tmp/attention-lab-hub-envs")
 ENVS_VARIABLE = "ATTENTION_LAB_HUB_ENVS"
+#: The file of a folder built ahead that names the checkout it was built for (:func:`prune_built_ahead`).
+CHECKOUT_RECORD = "checkout"
+
+
+def checkout_key(repo: Path) -> str:
+    """The name of the checkout ``repo``'s folder in :data:`PREBUILT_PARENT`: the first 12 hex digits of the
+    SHA-256 of its resolved path."""
+    return hashlib.sha256(str(Path(repo).resolve()).encode()).hexdigest()[:12]
 
 
 def prebuilt_dir(repo: Path = REPO) -> Path:
@@ -59,7 +67,51 @@ def prebuilt_dir(repo: Path = REPO) -> Path:
     else ``/var/tmp/attention-lab-hub-envs/<first 12 hex digits of the SHA-256 of the checkout's path>``."""
     if os.environ.get(ENVS_VARIABLE):
         return Path(os.environ[ENVS_VARIABLE]).resolve()
-    return PREBUILT_PARENT / hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:12]
+    return PREBUILT_PARENT / checkout_key(repo)
+
+
+def prune_built_ahead(parent: Path = PREBUILT_PARENT, log=print) -> list[Path]:
+    """Remove the environments built ahead (``make hub-envs``) for checkouts that no longer exist.
+
+    Each checkout gets its own ~1.2 GB folder in ``parent``, and nothing else ever removed one: every clone
+    that ran ``make hub-envs`` (or the hub test) left its folder behind. A folder is removed only when it is
+    a real directory of this user, its :data:`CHECKOUT_RECORD` (written when its build finished) names a
+    checkout whose folder is gone, and its name is that checkout's :func:`checkout_key`. A folder without the
+    record (built before records were kept, or still being built) or whose checkout is there is kept.
+
+    Parameters
+    ----------
+    parent : Path
+        The folder of the checkouts' folders (default :data:`PREBUILT_PARENT`); nothing happens if it is
+        missing or is not :func:`safe_folder` (others could have planted what is in it).
+    log : callable
+        Called with one line per removed folder.
+
+    Returns
+    -------
+    list of Path
+        The folders removed.
+    """
+    parent = Path(parent)
+    if parent.is_symlink() or not parent.is_dir():
+        return []
+    try:
+        safe_folder(parent)
+    except HubError:
+        return []
+    removed = []
+    for folder in sorted(parent.iterdir()):
+        record = folder / CHECKOUT_RECORD
+        if folder.is_symlink() or not folder.is_dir() or folder.stat().st_uid != os.geteuid() \
+                or record.is_symlink() or not record.is_file():
+            continue
+        checkout = Path(record.read_text().strip())
+        if not checkout.is_absolute() or checkout.exists() or folder.name != checkout_key(checkout):
+            continue
+        shutil.rmtree(folder)
+        removed.append(folder)
+        log(f"removed {folder}: the hub environments of {checkout}, a checkout that no longer exists")
+    return removed
 
 
 def safe_folder(folder: Path) -> Path:
@@ -294,6 +346,7 @@ def build_ahead(folder: Path, log=print) -> Path:
         raise HubError("the users' environments are built as root (read-only for the hub's users): run it as root")
     folder = safe_folder(folder)
     build_user_envs(folder / "student-env", folder / "instructor-env", None, log)
+    (folder / CHECKOUT_RECORD).write_text(f"{REPO.resolve()}\n")  # whose they are: prune_built_ahead
     return folder
 
 
