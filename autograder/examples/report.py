@@ -45,8 +45,8 @@ REPORT = REPO / "reports" / "grader_report.md"
 # than 6x that idle (a margin heavy load eats, see below), while the loop that catches KeyboardInterrupt waits 20 s,
 # not 40 (issue 11: the test suite grades the hostile bank in every run; it waits on an event rather than spinning,
 # so it takes no core from the students graded beside it: 18-28 CPU-s less on the 2-core machine, 2026-12-06).
-# Neither can be lower, and under heavy load the wall clock is tight (benchmarks/hostile_cases.md, a run on the
-# shared 2-core machine at a load of 8-13): it covers every assignment's sample students too, and 07's honest
+# Neither can be lower, and under heavy load the wall clock is tight (benchmarks/hostile_cases_under_load.md, a run
+# on the shared 2-core machine at a load of 8-13): it covers every assignment's sample students too, and 07's honest
 # notebooks spent up to 15.5 s of it in their cells (its CPU-timed memory cell, which has no per-cell timeout,
 # up to 12.2 s); cells under the per-cell timeout took up to 4.6 s, and the grader's stand-in passes run as
 # cells under that timeout (SandboxedExecute.run_code), without the exemption of the CPU-timed test cells.

@@ -36,6 +36,7 @@ import hashlib
 import os
 import shutil
 import sqlite3
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -81,6 +82,28 @@ def schema_key() -> tuple:
     return nbgrader.__version__, scripts
 
 
+@contextlib.contextmanager
+def alembic_reachable():
+    """While nbgrader makes a gradebook: its ``alembic`` command on PATH, also when this environment is not activated.
+
+    nbgrader runs ``alembic heads`` by name for every new gradebook. ``.venv/bin/python -m autograder grade``
+    without the venv on PATH (cron, a service, a shell that did not activate it) then stopped with a traceback
+    ("No such file or directory: 'alembic'") on a course's first grading. When no ``alembic`` is on PATH, this
+    interpreter's ``bin/`` (where pip put nbgrader's ``alembic``) is added at the end for the call; an ``alembic``
+    already on PATH is used as before. PATH is as it was afterwards.
+    """
+    path = os.environ.get("PATH")
+    if shutil.which("alembic") is None:
+        os.environ["PATH"] = os.pathsep.join(filter(None, [path, str(Path(sys.executable).parent)]))
+    try:
+        yield
+    finally:
+        if path is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = path
+
+
 def new_gradebook(target: Path, course_id: str = COURSE_ID) -> Path:
     """Make ``target`` an empty SQLite gradebook of ``course_id``, the file nbgrader's ``Gradebook`` makes.
 
@@ -116,7 +139,7 @@ def new_gradebook(target: Path, course_id: str = COURSE_ID) -> Path:
         with contextlib.suppress(OSError):  # none kept yet, or a directory this process cannot read: nbgrader makes it
             _empty_gradebooks[key] = kept.read_bytes()
     if key not in _empty_gradebooks:
-        with tempfile.TemporaryDirectory(prefix="attention-lab-empty-gradebook-") as scratch:
+        with tempfile.TemporaryDirectory(prefix="attention-lab-empty-gradebook-") as scratch, alembic_reachable():
             made = Path(scratch) / "gradebook.db"
             with Gradebook(sqlite_url(made), course_id=course_id):
                 pass
