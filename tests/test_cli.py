@@ -61,6 +61,13 @@ def test_an_unknown_subcommand_is_refused_with_usage(capsys):
     assert "invalid choice: 'grde'" in capsys.readouterr().err
 
 
+def python_prints(code: str) -> str:
+    """What ``python -c code`` prints in the checkout, after checking that it exited with 0."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 def test_arguments_after_the_subcommand_reach_it_and_the_heap_is_frozen_once_it_is_done():
     # worked-cases --check: writes nothing, exit 0 when the committed files are current (a test elsewhere keeps them so).
     # Run as `python -m autograder` runs it, with gc.freeze recorded: the command freezes the heap after its work,
@@ -69,9 +76,7 @@ def test_arguments_after_the_subcommand_reach_it_and_the_heap_is_frozen_once_it_
             "gc.freeze = lambda: print('heap frozen', flush=True)\n"
             "sys.argv = ['autograder', 'worked-cases', '--check']\n"
             "runpy.run_module('autograder', run_name='__main__', alter_sys=True)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
-    assert done.returncode == 0, done.stdout + done.stderr
-    lines = done.stdout.splitlines()
+    lines = python_prints(code).splitlines()
     assert "worked cases are current" in lines[-2] and lines[-1] == "heap frozen"
 
 
@@ -98,6 +103,4 @@ def test_the_command_line_skips_jsonschema_s_slow_iri_checker_and_still_validate
             "nbformat.validate(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('x = 1')]))\n"
             "try:\n    nbformat.validate({'nbformat': 4})\nexcept nbformat.ValidationError:\n    print('invalid')\n"
             "print(sys.modules['rfc3987_syntax'])")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["invalid", "None"]
+    assert python_prints(code).split() == ["invalid", "None"]
