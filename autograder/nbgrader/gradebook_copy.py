@@ -36,7 +36,6 @@ import hashlib
 import os
 import shutil
 import sqlite3
-import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -83,18 +82,18 @@ def schema_key() -> tuple:
 
 
 @contextlib.contextmanager
-def alembic_reachable():
-    """While nbgrader makes a gradebook: its ``alembic`` command on PATH, also when this environment is not activated.
+def nbgrader_path():
+    """While nbgrader runs in this process: PATH as nbgrader's commands get it, and as it was afterwards.
 
-    nbgrader runs ``alembic heads`` by name for every new gradebook. ``.venv/bin/python -m autograder grade``
-    without the venv on PATH (cron, a service, a shell that did not activate it) then stopped with a traceback
-    ("No such file or directory: 'alembic'") on a course's first grading. When no ``alembic`` is on PATH, this
-    interpreter's ``bin/`` (where pip put nbgrader's ``alembic``) is added at the end for the call; an ``alembic``
-    already on PATH is used as before. PATH is as it was afterwards.
+    That is :func:`autograder.nbgrader.grading.nbgrader_environment`'s PATH, this interpreter's ``bin/`` first:
+    nbgrader runs ``alembic heads`` by name for every new gradebook, and ``.venv/bin/python -m autograder grade``
+    without the venv activated (cron, a service, a shell that did not activate it) stopped with "No such file or
+    directory: 'alembic'" on a course's first grading.
     """
+    from autograder.nbgrader.grading import nbgrader_environment
+
     path = os.environ.get("PATH")
-    if shutil.which("alembic") is None:
-        os.environ["PATH"] = os.pathsep.join(filter(None, [path, str(Path(sys.executable).parent)]))
+    os.environ["PATH"] = nbgrader_environment()["PATH"]
     try:
         yield
     finally:
@@ -139,7 +138,7 @@ def new_gradebook(target: Path, course_id: str = COURSE_ID) -> Path:
         with contextlib.suppress(OSError):  # none kept yet, or a directory this process cannot read: nbgrader makes it
             _empty_gradebooks[key] = kept.read_bytes()
     if key not in _empty_gradebooks:
-        with tempfile.TemporaryDirectory(prefix="attention-lab-empty-gradebook-") as scratch, alembic_reachable():
+        with tempfile.TemporaryDirectory(prefix="attention-lab-empty-gradebook-") as scratch, nbgrader_path():
             made = Path(scratch) / "gradebook.db"
             with Gradebook(sqlite_url(made), course_id=course_id):
                 pass

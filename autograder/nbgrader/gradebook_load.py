@@ -46,7 +46,7 @@ from traitlets import log as traitlets_log
 
 from autograder.course import COURSE_ID
 from autograder.nbgrader import gradebook_copy
-from autograder.nbgrader.grading import course_config, nbgrader_environment
+from autograder.nbgrader.grading import course_config
 
 #: what the refusal tells the instructor to do (README: "Editing an assignment after release")
 WHAT_TO_DO = ("start a new cohort with `make new-cohort` (archives the gradebook and the submissions; "
@@ -198,16 +198,12 @@ def _as_the_command_runs():
     it takes the logger it is given) are as they were."""
     shared_log = traitlets_log.get_logger()
     shared_log = getattr(shared_log, "logger", shared_log)  # an Application's log may be a LoggerAdapter
-    path, level = os.environ.get("PATH"), shared_log.level
-    os.environ["PATH"] = nbgrader_environment()["PATH"]
-    try:
-        yield
-    finally:
-        shared_log.setLevel(level)
-        if path is None:
-            os.environ.pop("PATH", None)
-        else:
-            os.environ["PATH"] = path
+    level = shared_log.level
+    with gradebook_copy.nbgrader_path():
+        try:
+            yield
+        finally:
+            shared_log.setLevel(level)
 
 
 def run_generate_assignment(course_dir: Path, assignment: str, *, release_dir: Path, source_dir: Path | None = None,

@@ -218,18 +218,10 @@ def _child(connection, course_dir: Path, assignment: str, student: str, memory_b
 
 
 def remove_partial_grades(course_dir: Path, assignment: str, student: str, student_existed: bool,
-                          gradebook: gradebook_copy.ClassGradebook | None = None) -> None:
-    """Remove what a grading that did not finish left: gradebook rows (public Gradebook API) and output folders.
-
-    ``gradebook`` is the class gradebook its writer holds open (default: opened here, when it exists).
-    """
-    if gradebook is not None:
-        gradebook.remove_submission(assignment, student, remove_student=not student_existed)
-    else:
-        url = class_gradebook(course_dir)
-        if gradebook_copy.gradebook_exists(url):
-            with gradebook_copy.ClassGradebook(url) as opened:
-                opened.remove_submission(assignment, student, remove_student=not student_existed)
+                          gradebook: gradebook_copy.ClassGradebook) -> None:
+    """Remove what a grading that did not finish left: its rows in ``gradebook`` (the class gradebook its writer
+    holds open) and its output folders."""
+    gradebook.remove_submission(assignment, student, remove_student=not student_existed)
     for folder in ("autograded", "feedback"):
         shutil.rmtree(course_dir / folder / student / assignment, ignore_errors=True)
         with contextlib.suppress(OSError):  # the student's folder too, unless another assignment is in it
