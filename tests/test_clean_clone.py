@@ -105,8 +105,11 @@ def test_opening_and_running_everything_under_make_lab_leaves_the_clone_clean(cl
     from playwright.sync_api import expect, sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    # autosave every second, so that the saves JupyterLab makes on its own happen during the test too
-    autosave = {"@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosaveInterval": 1}}
+    # autosave every 5 s, so that the saves JupyterLab makes on its own happen during the test too. Not every second:
+    # JupyterLab's autosave sets its next timer before it saves, so a save that takes longer than the interval (a
+    # loaded machine) overlaps the next one, which then finds the first one's write on disk and shows "File Changed"
+    # over the page (seen once in a `make test`, the save of the start page when the next notebook was opened)
+    autosave = {"@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosaveInterval": 5}}
     with lab_server(clone, ARTIFACTS / "clean_clone_jupyterlab.log", make_lab=True, settings=autosave,
                     options=(EXPOSE_APP,)) as base, sync_playwright() as playwright:
         browser = launch(playwright)

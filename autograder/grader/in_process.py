@@ -25,9 +25,9 @@ from autograder.grader.spec import Assignment, Variant
 from autograder.grader.stand_ins import run_passes
 
 _GRADERS: dict[tuple[str, str, int | None], Grader] = {}
-#: answers to requests with a memory-limited case, by request and reachable code (each run takes seconds)
-_LIMITED: dict[tuple, dict] = {}
-MAX_LIMITED = 256
+#: answers by request and reachable code (:func:`kernel_results`); cleared when full
+_ANSWERS: dict[tuple, dict] = {}
+MAX_ANSWERS = 4096
 
 
 def grader_for(assignment: Assignment, course_dir: Path = REPO, seed: int | None = None) -> Grader:
@@ -94,28 +94,35 @@ def kernel_results(namespace: dict, request: dict) -> dict | None:
 
     A request with a case that has a memory limit (:attr:`~autograder.grader.spec.Case.memory_limit`) is
     answered in a child process under that limit, as the sandboxed kernel answers it under its own.
+
+    Answers are kept by the request and the code each case's call can reach
+    (:func:`~autograder.grader.memory_limit.reachable_code`): the answer banks grade one solution with many
+    combinations of rewritten cells, and a step whose reachable code a combination leaves alone gets the answer
+    it got before (tests/test_stand_ins.py grades every known mistake with every group of correct variants).
+    A call that can reach anything but functions, modules, numbers and strings (a list, an array, an object
+    whose state it may change) is run every time.
     """
     sent = json_round_trip(request)  # as wire.unpack(wire.pack(request)) gives it in the kernel
     limits = [case["memory_limit"] for case in request["cases"] if case.get("memory_limit")]
-    if limits:
-        # trusted answers on a machine that may be loaded (a test suite beside other work): the limit only turns a
-        # hang into a result here; the sandbox holds learners to the case's own time
-        for case in sent["cases"]:
-            case["seconds"] = max(3 * float(case["seconds"]), TRUSTED_LIMITED_SECONDS)
-        codes = [reachable_code(namespace, case["function"], opaque=_stood_in(request, case["function"]))
-                 for case in request["cases"]]
-        key = None if None in codes else (hashlib.sha256(wire.dumps(request).encode()).digest(), *codes)
-        if key is None or key not in _LIMITED:
+    codes = [reachable_code(namespace, case["function"], opaque=_stood_in(request, case["function"]))
+             for case in request["cases"]]
+    key = None if None in codes else (hashlib.sha256(wire.dumps(request).encode()).digest(), *codes)
+    if key is not None and key in _ANSWERS:
+        answer = _ANSWERS[key]  # read, not changed: the round trip below hands out a fresh copy
+    else:
+        if limits:
+            # trusted answers on a machine that may be loaded (a test suite beside other work): the limit only turns
+            # a hang into a result here; the sandbox holds learners to the case's own time
+            for case in sent["cases"]:
+                case["seconds"] = max(3 * float(case["seconds"]), TRUSTED_LIMITED_SECONDS)
             seconds = sum(float(case["seconds"]) for case in sent["cases"]) + 30
             answer = run_with_memory_limit(lambda: probe.collect(namespace, sent), max(limits), seconds)
-            if key is not None:
-                if len(_LIMITED) >= MAX_LIMITED:
-                    _LIMITED.clear()
-                _LIMITED[key] = answer
         else:
-            answer = _LIMITED[key]  # read, not changed: the round trip below hands out a fresh copy
-    else:
-        answer = probe.collect(namespace, sent)
+            answer = probe.collect(namespace, sent)
+        if key is not None:
+            if len(_ANSWERS) >= MAX_ANSWERS:
+                _ANSWERS.clear()
+            _ANSWERS[key] = answer
     return screen_results(request, json_round_trip(answer))[0]
 
 

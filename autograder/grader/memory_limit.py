@@ -124,9 +124,9 @@ def reachable_code(namespace: dict, name: str, opaque=()) -> bytes | None:
 
     Follows the global names each function's code uses (also in nested functions), recursively: functions by
     their compiled code and defaults, modules by name, numbers and strings by value. A call on a memory-limited
-    case takes seconds; its result depends only on this and on its inputs, so the grader and the in-process
-    model cache such results by it (two answers that differ only in a function the call never reaches — another
-    step's — share one run).
+    case takes seconds; its result depends only on this and on its inputs, so the grader caches such results by
+    it (two answers that differ only in a function the call never reaches — another step's — share one run), and
+    the in-process model every result (:func:`autograder.grader.in_process.kernel_results`).
 
     Parameters
     ----------
