@@ -2,6 +2,7 @@
 
 Trusted code on a case sized against the sandbox's memory (Case.memory_limit) runs there: an allocation
 the sandbox would refuse fails with MemoryError, one that fits returns, and a hang or a crash is reported.
+The code a call reaches (reachable_code) also keys the answers the in-process model keeps.
 """
 
 import os
@@ -110,3 +111,46 @@ def test_the_fast_json_round_trip_raises_what_json_raises():
     deep.append(deep)
     with pytest.raises(ValueError, match="Circular"):
         json_round_trip(deep)
+
+
+SOFTMAX_COUNTING_ITS_CALLS = '''
+_calls = []
+
+def softmax(x, axis=-1):
+    _calls.append(1)  # reaches a list: the call's answer may depend on it
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    return np.exp(shifted) / np.sum(np.exp(shifted), axis=axis, keepdims=True)
+'''
+
+
+def test_the_in_process_model_runs_a_call_again_only_when_its_request_or_reachable_code_changes(monkeypatch):
+    from attention_lab.core import probe
+    from autograder import assignments
+    from autograder.grader import in_process
+    from autograder.grader.answers import answer_namespace
+
+    A1 = assignments.get("01_scaled_dot_product_attention")
+    monkeypatch.setattr(in_process, "_ANSWERS", {})  # none kept from the tests before this one
+    runs, collect = [], probe.collect
+    monkeypatch.setattr(probe, "collect", lambda namespace, request: runs.append(request["grade_id"])
+                        or collect(namespace, request))
+
+    def answer(cells, grade_id, seed=None):
+        namespace = answer_namespace(A1.name, A1.notebook, cells)
+        return in_process.kernel_results(namespace, in_process.grader_for(A1, seed=seed).request(grade_id))
+
+    first = answer({}, "test_softmax")
+    assert answer({}, "test_softmax") == first and runs == ["test_softmax"]
+    # another step's function rewritten: softmax's answer is kept; the rewritten step's call runs
+    flipped = {"causal_mask": "def causal_mask(T):\n    return ~np.triu(np.ones((T, T), dtype=bool), k=1)\n"}
+    assert answer(flipped, "test_softmax") == first and runs == ["test_softmax"]
+    answer(flipped, "test_causal_mask")
+    assert runs == ["test_softmax", "test_causal_mask"]
+    # other hidden inputs: a new request, run
+    answer({}, "test_softmax", seed=1)
+    assert runs == ["test_softmax", "test_causal_mask", "test_softmax"]
+    # a softmax that reaches a list is run every time
+    del runs[:]
+    answer({"softmax": SOFTMAX_COUNTING_ITS_CALLS}, "test_softmax")
+    answer({"softmax": SOFTMAX_COUNTING_ITS_CALLS}, "test_softmax")
+    assert runs == ["test_softmax", "test_softmax"]
