@@ -11,6 +11,7 @@ and the feedback in JupyterLab's HTML viewer (math as MathML, long lines wrapped
 
 from __future__ import annotations
 
+import base64
 import builtins
 import contextlib
 import io
@@ -25,6 +26,8 @@ from unittest import mock
 import nbformat
 import nbgrader
 import pytest
+from bs4 import BeautifulSoup
+from nbconvert.exporters import HTMLExporter
 from nbgrader.api import Gradebook
 
 from autograder.examples.hostile import FULL  # assignment 1's points, its questions included
@@ -196,18 +199,22 @@ def test_hostile_latex_gives_mathml_without_anything_that_runs(latex):
             assert active not in lowered, (latex, mathml)
 
 
-def feedback_page(markdown: str) -> str:
-    """Feedback HTML of a one-cell notebook, rendered as ``generate_feedback`` renders it (the course's exporter)."""
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(markdown),
-                                         nbformat.v4.new_code_cell("x = 1  # " + "a long line " * 60)])
+def feedback_page(markdown: str, outputs=(), exporter_class=feedback_html.FeedbackExporter, metadata=None,
+                  left_out=("GetGrades",)) -> str:
+    """Feedback HTML of a one-cell notebook, rendered as ``generate_feedback`` renders it (the course's exporter),
+    its code cell giving ``outputs``; the preprocessors named in ``left_out`` are not run (GetGrades needs a
+    gradebook; the page's header reads its numbers from ``resources``)."""
+    code = nbformat.v4.new_code_cell("x = 1  # " + "a long line " * 60, outputs=list(outputs), id="code")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(markdown, id="prose"), code],
+                                  metadata=metadata or {})  # fixed cell ids: pages of one notebook are equal
     config = grading.course_config(REPO)
     config.HTMLExporter.template_name = "feedback"  # nbgrader's template, as generate_feedback sets it
     formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
     config.HTMLExporter.extra_template_basedirs = [str(formgrader / "templates")]
     config.HTMLExporter.extra_template_paths = [str(formgrader / "static/node_modules/bootstrap/dist/css")]
-    exporter = feedback_html.FeedbackExporter(config=config)
+    exporter = exporter_class(config=config)
     for preprocessor in config.GenerateFeedback.preprocessors:
-        if preprocessor.__name__ != "GetGrades":  # needs a gradebook; the page's header reads its numbers
+        if preprocessor.__name__ not in left_out:
             exporter.register_preprocessor(preprocessor, enabled=True)
     resources = {"nbgrader": {"notebook": "x", "score": 1, "max_score": 2, "late_penalty": 0}}
     return exporter.from_notebook_node(nb, resources=resources)[0]
@@ -231,6 +238,63 @@ def test_hostile_markdown_math_in_feedback_runs_nothing():
     assert body.count("<math") >= len(HOSTILE_LATEX)  # each became MathML, after the notebook was sanitised
     for active in ("onerror", "onbegin", "javascript:", "<iframe", "srcdoc", "<script>alert", "maction"):
         assert active not in body
+
+
+class NbconvertsExporter(feedback_html.FeedbackExporter):
+    """The course's exporter rendering as nbconvert's HTMLExporter does: every page parsed again after rendering."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        return HTMLExporter.from_notebook_node(self, nb, resources, **kw)
+
+
+PNG_OUTPUT = nbformat.v4.new_output("display_data", data={"image/png": base64.b64encode(
+    b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89"
+    b"\0\0\0\rIDATx\x9cc\xf8\xff\xff?\0\x05\xfe\x02\xfe\xa7\x35\x81\x84\0\0\0\0IEND\xaeB`\x82").decode(),
+                                                                       "text/plain": "<Figure>"})
+
+
+@pytest.mark.parametrize("outputs", [(), (PNG_OUTPUT,)], ids=["no image", "an image without alt"])
+def test_feedback_is_the_page_nbconverts_exporter_writes(outputs):
+    """The same page as nbconvert's HTMLExporter (up to how BeautifulSoup re-serialises it), its image given the
+    same text alternative."""
+    markdown = r"Scores $QK^\top$ <img src='https://example.org/a.png'> and ![a plot](p.png) with <b>bold</b>"
+    ours, theirs = (feedback_page(markdown, outputs, exporter) for exporter in
+                    (feedback_html.FeedbackExporter, NbconvertsExporter))
+    assert str(BeautifulSoup(ours, "html.parser")) == theirs
+    images = BeautifulSoup(ours, "html.parser").select("img")
+    assert [image.get("alt") for image in images] == [feedback_html.MISSING_ALT] * len(outputs)
+
+
+def test_a_feedback_page_is_parsed_again_only_when_it_has_an_image(monkeypatch):
+    import nbconvert.exporters.html
+
+    parsed = []
+
+    def counted(*args, **kwargs):
+        parsed.append(args[0][:30])
+        return BeautifulSoup(*args, **kwargs)
+
+    for module in (feedback_html, nbconvert.exporters.html):  # ours, and the one HTMLExporter's own pass uses
+        monkeypatch.setattr(module, "BeautifulSoup", counted)
+    feedback_page(r"Scores $QK^\top$, `code`, **bold** and a table: | a | b |")
+    assert parsed == []
+    feedback_page("a plot", [PNG_OUTPUT])
+    assert len(parsed) == 1
+
+
+@pytest.mark.parametrize("left_out", [("GetGrades",), ("GetGrades", "SanitizeNotebook")],
+                         ids=["as graded", "without the sanitiser"])
+def test_feedback_shows_a_widget_view_as_its_text_even_with_the_widget_state(left_out):
+    """No widget manager script: the view's text/plain is shown. The sanitiser drops views and widget state; the
+    exporter shows none either, in a pipeline without it."""
+    view = nbformat.v4.new_output("display_data", data={
+        "application/vnd.jupyter.widget-view+json": {"model_id": "m1", "version_major": 2, "version_minor": 0},
+        "text/plain": "VBox(children=(IntSlider(value=8),))"})
+    state = {"widgets": {"application/vnd.jupyter.widget-state+json": {"state": {"m1": {}}, "version_major": 2,
+                                                                            "version_minor": 0}}}
+    page = feedback_page("widgets", [view], metadata=state, left_out=left_out)
+    assert "VBox(children=(IntSlider(value=8),))" in page
+    assert "widget-view+json" not in page and "widget-state+json" not in page
 
 
 def test_math_the_converter_cannot_read_stays_latex_text():

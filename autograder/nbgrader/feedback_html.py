@@ -17,6 +17,12 @@ scroll on their own.
 them once before it forks the students' jobs (:mod:`autograder.nbgrader.job_warmup`), so that no job parses
 and compiles the nine Jinja templates again. The same warm-up renders the assignment's own Markdown cells, which
 :func:`markdown_html` keeps: a job renders only what its student wrote.
+
+nbconvert's ``HTMLExporter`` parses every page it writes again with BeautifulSoup (Python's ``html.parser``:
+0.7-1.3 CPU-s for an assignment's feedback, mostly Pygments' spans) to give images without ``alt`` one and to make
+JupyterLab-template cells focusable. :meth:`FeedbackExporter.from_notebook_node` renders as it does and makes the
+same two changes (:func:`accessible_html`), but parses only a page that holds an image or a JupyterLab-template cell:
+nbgrader's feedback template is the classic one, so a page without an image has nothing that pass would change.
 """
 
 from __future__ import annotations
@@ -26,8 +32,11 @@ import functools
 from jinja2 import BytecodeCache, pass_context
 from jinja2.bccache import Bucket
 from latex2mathml.converter import convert
-from nbconvert.exporters import HTMLExporter
+from bs4 import BeautifulSoup
+from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder.nbgrader.sanitize import MARKDOWN_CACHE_CHARS, MARKDOWN_CACHE_SIZE, clean_html
@@ -115,8 +124,85 @@ class TemplateBytecode(BytecodeCache):
 TEMPLATE_BYTECODE = TemplateBytecode()
 
 
+#: What :func:`accessible_html` changes (lower case): an image, and the cells of nbconvert's JupyterLab template.
+#: A page without any of them is what that pass would return.
+ACCESSIBILITY_MARKERS = ("<img", "jp-cell-inputwrapper", "jp-outputarea-output")
+#: The text alternative nbconvert gives an image that has none (``HTMLExporter.from_notebook_node``).
+MISSING_ALT = "No description has been provided for this image"
+
+
+def accessible_html(html: str) -> tuple[str, int]:
+    """What nbconvert's ``HTMLExporter`` does to every page after rendering it, as it does it.
+
+    Each ``<img>`` without an ``alt`` gets :data:`MISSING_ALT`, and the input wrapper and each output of
+    a cell of nbconvert's JupyterLab template (``.jp-Notebook div.jp-Cell-inputWrapper``, ``div.jp-OutputArea-output``)
+    get ``tabindex="0"``, so that keyboard users can reach them and scroll them.
+
+    Parameters
+    ----------
+    html : str
+        A whole page.
+
+    Returns
+    -------
+    (str, int)
+        The page re-serialised by BeautifulSoup (``html.parser``), and how many images lacked ``alt``.
+    """
+    soup = BeautifulSoup(html, features="html.parser")
+    missing_alt = 0
+    for element in soup.select("img:not([alt])"):
+        element.attrs["alt"] = MISSING_ALT
+        missing_alt += 1
+    for element in soup.select(".jp-Notebook div.jp-Cell-inputWrapper, .jp-Notebook div.jp-OutputArea-output"):
+        element.attrs["tabindex"] = "0"
+    return str(soup), missing_alt
+
+
 class FeedbackExporter(HTMLExporter):
-    """nbconvert's HTML exporter (nbgrader's feedback template), rendering Markdown math as MathML."""
+    """nbconvert's HTML exporter (nbgrader's feedback template), rendering Markdown math as MathML.
+
+    A page is parsed again after rendering only when it holds what that pass changes (:func:`accessible_html`).
+    """
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        """The page of ``nb``, as ``HTMLExporter.from_notebook_node`` renders it.
+
+        The same two filters are registered as there (the code highlighter for the notebook's language,
+        and the choice of each output's format), then ``TemplateExporter`` renders, and
+        :func:`accessible_html` runs only on a page that holds :data:`ACCESSIBILITY_MARKERS`.
+
+        Feedback never draws a widget view: :class:`~autograder.nbgrader.sanitize.SanitizeNotebook` drops
+        the views and the notebook's widget state, and the format filter here is given no widget state either,
+        so a view left in some other pipeline shows as its text (nbconvert's would load the widgets' script).
+
+        Parameters
+        ----------
+        nb : nbformat.NotebookNode
+            The notebook.
+        resources : dict, optional
+            nbconvert's resources (nbgrader's feedback passes the score and the notebook's name).
+        **kw
+            Passed to ``TemplateExporter.from_notebook_node``.
+
+        Returns
+        -------
+        (str, dict)
+            The HTML page and the resources.
+        """
+        language = nb.metadata.get("language_info", {})
+        lexer = language.get("pygments_lexer", language.get("name", None))
+        self.register_filter("highlight_code",
+                             self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+        self.register_filter("filter_data_type",
+                             WidgetsDataTypeFilter(notebook_metadata={}, parent=self, resources=resources))
+        # HTMLExporter's own from_notebook_node would parse the whole page again whatever it holds
+        html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+        lowered = html.lower()
+        if any(marker in lowered for marker in ACCESSIBILITY_MARKERS):
+            html, missing_alt = accessible_html(html)
+            if missing_alt:
+                self.log.warning("Alternative text is missing on %s image(s).", missing_alt)
+        return html, resources
 
     @property
     def environment(self):

@@ -69,6 +69,7 @@ def warm_jobs(course_dir: Path, source_dir: Path, assignment: str) -> bool:
         Whatever the feedback export raises on the instructor's own source notebook (the jobs would fail on it
         too); the caller decides whether that stops grading.
     """
+    from autograder.nbgrader.feedback_html import accessible_html
     from autograder.nbgrader.sanitize import LANGUAGE_INFO
     from autograder.sandbox.mounts import matplotlib_font_cache
 
@@ -95,6 +96,8 @@ def warm_jobs(course_dir: Path, source_dir: Path, assignment: str) -> bool:
         "metadata": {"path": str(path.parent)}, "unique_key": path.stem,
         "nbgrader": {"student": "warm-up", "assignment": assignment, "notebook": path.stem,
                      "score": 0.0, "max_score": 0.0, "late_penalty": 0}})
+    # a page with an image (a learner's plot) is parsed again: the parser and its CSS selectors, loaded here once
+    accessible_html('<div class="jp-Notebook"><img src="data:image/png;base64,"></div>')
     _rendered.add(key)
     return True
 
