@@ -176,6 +176,70 @@ def test_make_grade_table_marks_a_manual_score_and_shows_two_decimals(course):
     assert "0.43/2" in bob and f"{BOB_TOTAL}/{len(STEPS) * POINTS:g}" in bob and "(manual)" not in bob and "0.428" not in table
 
 
+def per_cell_results(course: Path, students: list[str]) -> list[tuple]:
+    """What nbgrader's Gradebook.find_submission and find_grade give, one student and one cell at a time."""
+    from nbgrader.api import MissingEntry
+
+    rows = []
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=COURSE_ID) as gradebook:
+        for student in students:
+            try:
+                gradebook.find_submission(ASSIGNMENT, student)
+                grades = [gradebook.find_grade(step, NOTEBOOK, ASSIGNMENT, student) for step in STEPS]
+                rows.append((student, None if any(g.auto_score is None for g in grades) else
+                             {step: (g.score, POINTS) for step, g in zip(STEPS, grades)},
+                             {step: g.auto_score for step, g in zip(STEPS, grades) if g.manual_score is not None}))
+            except MissingEntry:
+                rows.append((student, None, {}))
+    return rows
+
+
+def test_the_grades_read_for_the_table_are_nbgraders_for_every_student_in_queries_as_many_for_any_class(course):
+    """A student without a submission and one with a cell nbgrader could not run are not graded; a manual
+    score is the score and the autograder's is kept beside it; the class is read in the same number of queries
+    whatever its size (one query per cell of each student was 50 ms a student in every re-run)."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=COURSE_ID) as gradebook, \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", SAWarning)
+        gradebook.add_student("eve")  # in the class, no submission
+        gradebook.add_student("fay")
+        gradebook.add_submission(ASSIGNMENT, "fay")
+        for step in STEPS[1:]:  # the first cell was never run: no auto_score
+            gradebook.find_grade(step, NOTEBOOK, ASSIGNMENT, "fay").auto_score = POINTS
+        gradebook.db.commit()
+    queries = []
+
+    def count(*args):
+        queries.append(args[2])
+
+    everyone = ["amy", "bob", "cyd", SCRIPT_ID, "eve", "fay"]
+    event.listen(Engine, "before_cursor_execute", count)
+    try:
+        counts = [(len(queries), grading.read_results(course, ASSIGNMENT, students), len(queries))[::2]
+                  for students in (everyone[:1], everyone)]
+        _, results = grading.read_results(course, ASSIGNMENT, everyone, problems={"cyd": "the sandbox stopped it"})
+    finally:
+        event.remove(Engine, "before_cursor_execute", count)
+    assert [after - before for before, after in counts] == [counts[0][1] - counts[0][0]] * 2
+    expected = per_cell_results(course, everyone)
+    assert [(r.student, r.steps, r.manual) for r in results] == [
+        (student, None, {}) if student == "cyd" else (student, steps, manual) for student, steps, manual in expected]
+    notes = {r.student: r.note for r in results}
+    assert notes["eve"] == (f"not graded: the gradebook has no score for it (No such submission: {ASSIGNMENT} "
+                            "for eve)")
+    assert notes["fay"] == f"not graded: the gradebook has no score for it ({STEPS[0]} was not autograded)"
+    assert notes["cyd"] == "not graded: the sandbox stopped it"
+    assert expected[2][2] == {"test_causal_mask": 0.0} and expected[2][1]["test_causal_mask"] == (1.5, POINTS)
+    # kept by a re-run: every code cell autograded, and the feedback written (eve has none; fay's first cell)
+    for student in everyone:
+        (course / "feedback" / student / ASSIGNMENT).mkdir(parents=True)
+    (course / "feedback" / "amy" / ASSIGNMENT).rmdir()
+    assert grading._autograded_students(course, ASSIGNMENT) == {"bob", "cyd", SCRIPT_ID}
+
+
 def test_score_text_rounds_to_two_decimals():
     assert [grading.score_text(x) for x in (3 / 7, 1.5, 3.0, 0.0, 2 / 3, 12.125, -1e-9)] == [
         "0.43", "1.5", "3", "0", "0.67", "12.12", "0"]
