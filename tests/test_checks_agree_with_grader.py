@@ -242,3 +242,32 @@ def test_a_broken_rule_fails_the_self_check_of_its_steps_and_of_every_step_where
         verdicts = [verdict(namespace, structure.self_checks[check]) for check in structure.of_step[grade_id]]
         assert any(verdicts), f"{name}: {function} breaking {rule} passes the self-check of {grade_id}"
     assert_self_checks_fail_where_points_are_lost(assignment, f"{rule}:{function}", cells)
+
+
+# ---------------------------------------------------------------- an ndarray subclass, in every assignment
+MASKED = '''
+result = _broken_original_{name}(*args, **kwargs)
+if isinstance(result, tuple):
+    return tuple(_broken_np.ma.asarray(r) if isinstance(r, _broken_np.ndarray) else r for r in result)
+return _broken_np.ma.asarray(result) if isinstance(result, _broken_np.ndarray) else result'''
+
+
+def first_array_function(assignment) -> str:
+    """The first function of ``assignment`` with an array among its outputs on a hidden case."""
+    return next(function for function in assignment.reference
+                if rule_steps("extra_leading_axis", assignment, function)[0])
+
+
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_a_masked_array_result_fails_the_self_check_wherever_the_grader_charges_it(name):
+    """The grader takes plain arrays only (a masked array's hidden entries are not the answer's); the self-checks
+    say so too, instead of passing what the grader then scores 0."""
+    assignment = ASSIGNMENTS[name]
+    function = first_array_function(assignment)
+    for grade_id, source in source_solutions(assignment.name, assignment.notebook).items():
+        if re.search(rf"^def {function}\(", source, re.MULTILINE):
+            body = textwrap.indent(MASKED.strip("\n").format(name=function), "    ")
+            cells = {grade_id: source + WRAPPER.format(name=function, body=body)}
+            break
+    lost = assert_self_checks_fail_where_points_are_lost(assignment, f"masked:{function}", cells)
+    assert lost and all("plain NumPy array" in feedback for feedback in lost.values()), lost

@@ -51,7 +51,8 @@ BREAKS = {
     "raises": "raise ValueError('broken')",
     "NotImplementedError": "raise NotImplementedError()",
     "wrong shape": "return _broken(_value, lambda a: a[None])",  # an extra leading axis
-    "wrong dtype": "return _broken(_value, lambda a: a.astype(complex) if a.dtype.kind == 'f' else a.astype(float))",
+    # complex: an integer result as floats is no mistake where a number is asked for (a token id 3.0 is 3)
+    "wrong dtype": "return _broken(_value, lambda a: a.astype(complex))",
     "wrong values not in the bank": "return _broken(_value, lambda a: ~a if a.dtype == bool else a * 1.5 + 0.25)",
 }
 BROKEN = '''
@@ -124,6 +125,58 @@ def test_a_chain_through_the_kv_cache_settles_one_pass_per_level():
     stand_ins.run_passes(grader, first, lambda request: runs.append(request["grade_id"]) or kernel_results(namespace,
                                                                                                           request))
     assert runs.count("test_decode_incrementally") == 9
+
+
+def test_a_mask_of_ones_and_zeros_is_taken_by_the_stand_in_as_the_learners_own_function_takes_it():
+    """Self-attention passing np.tril(np.ones(...)) as the mask keeps its points whether attention is right or wrong;
+    a wrong attention is charged in its own step only, and no message quotes the reference's argument check."""
+    attention_ignores_scale = (
+        "def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):\n"
+        "    s = attention_scores(Q, K)\n"  # the slip: scale is not passed on
+        "    if mask is not None:\n        s = np.where(mask, s, -np.inf)\n"
+        "    w = softmax(s)\n    return w @ V, w\n")
+    float_mask = (
+        "def causal_self_attention(x, W_q, W_k, W_v, scale=True):\n"
+        "    T = x.shape[0]\n"
+        "    return scaled_dot_product_attention(x @ W_q, x @ W_k, x @ W_v, mask=np.tril(np.ones((T, T))), "
+        "scale=scale)\n")
+    alone = grade_answers(A1, {"causal_self_attention": float_mask})
+    assert all(r.score == r.points for r in alone.values())
+    results = grade_answers(A1, {"scaled_dot_product_attention": attention_ignores_scale,
+                                 "causal_self_attention": float_mask})
+    assert {g for g, r in results.items() if r.score < r.points} == {"test_scaled_dot_product_attention"}
+    assert "boolean" not in results["test_causal_self_attention"].text()
+
+
+SUBLAYER_BY_SUBLAYER_GENERATE = """
+def generate(params, config, prompt, n_new, temperature=None, uniforms=None, use_cache=True):
+    tokens = [int(t) for t in prompt]
+    eps, H = config["ln_eps"], config["n_heads"]
+    for k in range(n_new):
+        T = len(tokens)
+        x = params["W_emb"][np.array(tokens)] + params["W_pos"][:T]
+        for layer in range(config["n_layers"]):
+            p = f"block{layer}."
+            h = layer_norm(x, params[p + "ln1.gain"], params[p + "ln1.bias"], eps)
+            a, _ = causal_attention(h, params[p + "W_q"], params[p + "W_k"], params[p + "W_v"], params[p + "W_o"], H)
+            x = x + a
+            h = layer_norm(x, params[p + "ln2.gain"], params[p + "ln2.bias"], eps)
+            x = x + mlp(h, params[p + "W_1"], params[p + "b_1"], params[p + "W_2"], params[p + "b_2"])
+        x = layer_norm(x, params["ln_f.gain"], params["ln_f.bias"], eps)
+        u = None if uniforms is None else uniforms[k]
+        tokens.append(int(next_token((x @ params["W_out"])[-1], temperature, u)))
+    return np.array(tokens)
+"""
+
+
+def test_a_long_chain_of_stand_ins_settles_and_the_later_step_keeps_its_points():
+    """generate written sublayer by sublayer, with mlp unfinished: every mlp call of every token of every block is
+    a level of the chain (37 passes); generate is correct and keeps its points, mlp alone is charged."""
+    A9 = assignments.get("09_tiny_gpt")
+    cells = {"generate": SUBLAYER_BY_SUBLAYER_GENERATE,
+             "mlp": "def mlp(x, W_1, b_1, W_2, b_2):\n    raise NotImplementedError()\n"}
+    results = grade_answers(A9, cells)
+    assert {g for g, r in results.items() if r.score < r.points} == {"test_mlp"}, results["test_generate"].text()
 
 
 def disjoint_groups(variants: dict) -> list[dict]:

@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from attention_lab.core.compare import as_number
 from attention_lab.core.self_check import attempt, call, fail, float_array, ok, self_check
 from attention_lab.core.worked import check_worked_cases
 
@@ -350,7 +351,7 @@ def check_kv_cache_bytes(kv_cache_bytes: Callable) -> None:
     sizes, or does not double when T, the layers or the kv heads double.
     """
     for sizes in ((5, 3, 2, 16, 2), (1, 6, 4, 32, 4), (100, 1, 1, 8, 1)):
-        got = call(kv_cache_bytes, *sizes)
+        got = as_number(call(kv_cache_bytes, *sizes))
         if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
             fail(f"kv_cache_bytes{sizes} should return an int (a number of bytes); it returned {got!r}")
         want = 2 * int(np.prod(sizes))

@@ -31,9 +31,46 @@ def describe(array) -> str:
     if type(array) is np.ndarray:
         return f"an array of shape {array.shape} and dtype {array.dtype}"
     if isinstance(array, np.ndarray):
-        return (f"a {type(array).__module__}.{type(array).__name__} (a subclass of numpy.ndarray; "
-                f"return a plain array, e.g. with np.asarray)")
+        return f"a {subclass_name(array)} (a subclass of numpy.ndarray; return a plain array, e.g. with np.asarray)"
     return f"a {type(array).__name__}"
+
+
+def subclass_name(value) -> str:
+    """The full name of ``value``'s class, as messages about ``ndarray`` subclasses give it.
+
+    Parameters
+    ----------
+    value : object
+        Typically a ``numpy.ndarray`` subclass instance (a masked array, a matrix).
+
+    Returns
+    -------
+    str
+        ``"numpy.ma.core.MaskedArray"``: the class's module and qualified name.
+    """
+    return f"{type(value).__module__}.{type(value).__qualname__}"
+
+
+def as_number(value):
+    """``value``, or its number when it is a 0-d NumPy array of integers or floats.
+
+    ``np.abs(x).max()``, ``np.where(c, a, b)`` on scalars and ``np.asarray(number)`` give a 0-d array where a
+    number is asked for; it holds one number, so the checks and the grader take it as that number.
+
+    Parameters
+    ----------
+    value : object
+        A learner's result.
+
+    Returns
+    -------
+    object
+        ``value[()]`` (a NumPy integer or float) for a plain 0-d array of kind ``i``, ``u`` or ``f``;
+        otherwise ``value`` itself (a 0-d array of booleans, complex numbers or objects stays an array).
+    """
+    if type(value) is np.ndarray and value.ndim == 0 and value.dtype.kind in "iuf":
+        return value[()]
+    return value
 
 
 def expect_array(

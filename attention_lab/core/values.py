@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from attention_lab.core.compare import subclass_name
 from attention_lab.core.losses import CubicLoss
 
 MAX_BYTES = 16 * 2**20  # one call's results; a correct one is a few kilobytes
@@ -426,7 +427,7 @@ def encode(value: Any, depth: int = 0) -> Any:
             return {"unsupported": f"an array of dtype {plain.dtype}"}
         encoded = {"ndarray": _npy(plain)}
         if kind not in (np.ndarray, SeededNormal, PackageArray):
-            encoded["class"] = f"{kind.__module__}.{kind.__qualname__}"
+            encoded["class"] = subclass_name(value)
         return encoded
     if isinstance(value, np.generic) and type(value).__module__ == "numpy":
         return {"scalar": _npy(np.asarray(value))}

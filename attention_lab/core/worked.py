@@ -30,6 +30,7 @@ import numpy as np
 
 from attention_lab.core import values
 from attention_lab.core.calls import FunctionTimedOut, call_learner
+from attention_lab.core.compare import as_number, subclass_name
 
 CALL_SECONDS = 5.0  # per call of a learner's function in a self-check; a correct answer takes milliseconds
 FORMAT = 2  # version of the JSON layout written by autograder.grader.worked_cases (2: cases carry exact_dtype)
@@ -143,7 +144,9 @@ def _array_difference(got, want: np.ndarray, rtol: float, atol: float, name: str
                       exact_dtype: bool = False) -> str | None:
     if not isinstance(got, np.ndarray):
         return f"wrong type for {name}: expected a NumPy array, got {_type_name(got)}"
-    got = np.asarray(got)
+    if type(got) is not np.ndarray:  # as the grader (autograder.grader.comparison): a masked array, a matrix
+        return (f"wrong type for {name}: expected a plain NumPy array, got {subclass_name(got)} (a subclass of "
+                "numpy.ndarray; return np.asarray(...))")
     if got.shape != want.shape:
         message = f"wrong shape for {name}: expected {want.shape}, got {got.shape}"
         swapped = want.shape[:-2] + want.shape[:-3:-1] if want.ndim >= 2 else None
@@ -221,8 +224,7 @@ def describe_difference(got, want, *, rtol: float = 1e-4, atol: float = 1e-6, na
             return f"wrong type for {name}: expected a boolean, got {_type_name(got)}"
         return None if bool(got) == bool(want) else f"wrong value for {name}: expected {bool(want)}, got {bool(got)}"
     if _number(want):
-        if isinstance(got, np.ndarray) and got.shape == () and got.dtype.kind in "iuf":
-            got = got.item()
+        got = as_number(got)
         if not _number(got):
             return f"wrong type for {name}: expected a number, got {_type_name(got)}"
         return _array_difference(np.asarray(float(got)), np.asarray(float(want)), rtol, atol, name)

@@ -48,7 +48,7 @@ from attention_lab.core.calls import FunctionTimedOut, call_learner
 from attention_lab.core.probe import call_digest
 from autograder.grader.answers import REPO, answer_namespace
 from autograder.grader.memory_limit import reachable_code, run_with_memory_limit
-from attention_lab.core.compare import CheckFailed, describe, expect_array
+from attention_lab.core.compare import CheckFailed, as_number, describe, expect_array
 from attention_lab.core.questions import AnswerFormatError
 from autograder.grader.spec import Assignment, Case, Step, Variant
 
@@ -133,6 +133,42 @@ def _quiet_call(function, args, kwargs, case: Case | None = None):
     return call()
 
 
+def boolean_masks(function, args: list, kwargs: dict) -> tuple[list, dict]:
+    """The arguments of a stand-in's call, with a ``mask`` of 0s and 1s as the boolean mask it means.
+
+    A learner's later function may build its mask as ``np.tril(np.ones((T, T)))``: the learner's own earlier
+    function takes it (``np.where(mask, ...)`` reads 1 as True), the reference refuses anything but booleans.
+    Its stand-in, which answers as a correct earlier function would, takes it as the learner's own would, so that
+    the later step gets the points its code earns with a correct earlier function, and no message about the
+    reference's own argument check. A mask with any other value (an additive 0/−inf one) is passed unchanged.
+
+    Parameters
+    ----------
+    function : callable
+        The reference of the earlier function.
+    args : list
+        The call's positional arguments.
+    kwargs : dict
+        Its keyword arguments.
+
+    Returns
+    -------
+    (list, dict)
+        The arguments to call the reference with (the same objects when there is no such mask, or they do not
+        fit the reference's signature).
+    """
+    try:
+        bound = inspect.signature(function).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return args, kwargs
+    mask = bound.arguments.get("mask")
+    if not (type(mask) is np.ndarray and mask.dtype.kind in "iuf" and mask.size
+            and np.isin(mask, (0, 1)).all()):
+        return args, kwargs
+    bound.arguments["mask"] = mask.astype(bool)
+    return list(bound.args), dict(bound.kwargs)
+
+
 def _is_number(value) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
@@ -178,6 +214,7 @@ def _expect(case: Case, name: str, got, expected) -> None:
             expect_array(name, got, expected, rtol=case.rtol, atol=case.atol, kind=kind)
         return
     if _is_number(expected):
+        got = as_number(got)  # a 0-d array holds one number (np.abs(x).max(), np.where on scalars)
         if not _is_number(got):
             raise CheckFailed(f"{name} should be a number, but it is {_what(got)}")
         if not np.isfinite(float(got)):
@@ -257,6 +294,7 @@ def same(a, b, case: Case) -> bool:
         with np.errstate(all="ignore"):
             return bool(np.allclose(a.astype(kind), b.astype(kind), rtol=case.rtol, atol=case.atol, equal_nan=True)
                         and np.array_equal(np.isinf(a.astype(kind)), np.isinf(b.astype(kind))))
+    a, b = as_number(a), as_number(b)
     if _is_number(a) and _is_number(b):
         return bool(np.isclose(float(a), float(b), rtol=case.rtol, atol=case.atol, equal_nan=True))
     return type(a) is type(b) and a == b
@@ -429,7 +467,9 @@ class Grader:
             self._limits[grade_id] = _size_limits(self, grade_id)
         if not all(_within(value, self._limits[grade_id]) for value in [*values, *keywords.values()]):
             return None
-        result = _quiet_call(self.assignment.reference[function], values, keywords)
+        reference = self.assignment.reference[function]
+        values, keywords = boolean_masks(reference, values, keywords)
+        result = _quiet_call(reference, values, keywords)
         if isinstance(result, Raised):
             return {"raises": {"type": result.type, "message": result.message[:300]}}
         encoded = wire.encode(result)

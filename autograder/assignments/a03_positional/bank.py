@@ -200,14 +200,14 @@ def self_attention(x, W_q, W_k, W_v):
 ''',
     }),
     "inverse_permutation_compared": Variant("equivariance checked the other way round: un-shuffle the shuffled "
-                                            "outputs", {
+                                            "outputs; the gap as a 0-d array (np.asarray)", {
         "permutation_gap": '''
 def permutation_gap(x, W_q, W_k, W_v, perm, positions=False):
     encode = add_positions if positions else (lambda z: z)
     out, _ = self_attention(encode(x), W_q, W_k, W_v)
     out_shuffled, _ = self_attention(encode(np.take(x, perm, axis=0)), W_q, W_k, W_v)
     inverse = np.argsort(perm)
-    return np.abs(out_shuffled[inverse] - out).max()
+    return np.asarray(np.abs(out_shuffled[inverse] - out).max())
 ''',
         "add_positions": '''
 def add_positions(x):

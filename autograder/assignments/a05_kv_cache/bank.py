@@ -106,7 +106,8 @@ def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):
     return np.einsum("qk,kh->qh", weights, V), K, V
 ''',
     }),
-    "loops": Variant("loops: one new token at a time over slices of the cache; cost summed term by term", {
+    "loops": Variant("loops: one new token at a time over slices of the cache; cost summed term by term, returned "
+                     "as a 0-d array (np.asarray)", {
         "causal_mask": '''
 def causal_mask(T_q, T_k=None):
     if T_k is None:
@@ -140,7 +141,7 @@ def attention_cost_per_token(t, d_model, d_head, cached):
         total += d_model * d_head
     total += queries * t * d_head  # scores
     total += queries * t * d_head  # weights @ V
-    return total
+    return np.asarray(total)
 ''',
     }),
     "array_split_chunks": Variant("chunks from np.array_split (sizes differ by at most one, each ≤ chunk)", {

@@ -239,7 +239,8 @@ def grouped_query_attention(x, W_q, W_k, W_v, W_o, n_heads, n_kv_heads, mask=Non
         all_weights.append(w)
     return np.concatenate(outs, axis=1) @ W_o, np.stack(all_weights)
 '''}),
-    "gqa_index_map": Variant("GQA by fancy indexing K[arange(n_heads) // group]; kv bytes with math.prod", {
+    "gqa_index_map": Variant("GQA by fancy indexing K[arange(n_heads) // group]; kv bytes with math.prod, as a 0-d "
+                             "array (np.asarray)", {
         "grouped_query_attention": '''
 def grouped_query_attention(x, W_q, W_k, W_v, W_o, n_heads, n_kv_heads, mask=None):
     if n_heads % n_kv_heads:
@@ -257,7 +258,7 @@ import math
 
 def kv_cache_bytes(T, n_layers, n_kv_heads, d_head, bytes_per_value):
     per_token = math.prod([2, n_layers, n_kv_heads, d_head, bytes_per_value])
-    return per_token * T
+    return np.asarray(per_token * T)
 '''}),
 }
 
