@@ -81,9 +81,11 @@ def test_the_fallback_raises_once_even_where_a_trace_function_that_raised_stays_
     import time
 
     here = sys._getframe()
-    with time_limit(0.01):
+    # a limit long enough for the first line to run before it on a loaded machine (0.01 s was not, in one run),
+    # and a sleep past it
+    with time_limit(0.5):
         tracer = sys.gettrace()
-        time.sleep(0.05); sys.settrace(None); here.f_trace = None; outcomes = _calls_past_the_deadline(tracer, here)  # noqa: E702 — one line: no traced line past the deadline
+        time.sleep(0.6); sys.settrace(None); here.f_trace = None; outcomes = _calls_past_the_deadline(tracer, here)  # noqa: E702 — one line: no traced line past the deadline
     assert outcomes == ["raised", None, None, None, None]
 
 
