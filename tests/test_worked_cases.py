@@ -328,7 +328,7 @@ def _hang(x, axis=-1):
 @pytest.mark.parametrize("function, words", [
     (lambda x, axis=-1: AlwaysEqual(), "wrong type for the result: expected a NumPy array, got AlwaysEqual"),
     # an ndarray subclass is refused as the grader refuses it, whatever its __eq__ claims
-    (lambda x, axis=-1: (_softmax(x, axis) + 0.5).view(ClaimsEqual), "expected a plain NumPy array, got "
+    (lambda x, axis=-1: (_softmax(x, axis) + 0.5).view(ClaimsEqual), "expected a plain NumPy array, got a "
                                                                      "test_worked_cases.ClaimsEqual (a subclass"),
     (lambda x, axis=-1: np.full(np.shape(x), np.nan), "NaN or inf in the result at (0, 0), (0, 1), (0, 2), (1, 0)"),
     (lambda x, axis=-1: _softmax(x, axis).T, "wrong shape for the result: expected (2, 3), got (3, 2) (the expected "

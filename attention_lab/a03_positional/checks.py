@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from attention_lab.a01_attention import checks
-from attention_lab.core.compare import as_number
+from attention_lab.core.compare import as_number, is_number
 from attention_lab.core.self_check import call, fail as _fail, float_array, normal_arrays as _random, ok as _ok, \
     self_check
 from attention_lab.core.worked import check_worked_cases, show
@@ -44,7 +44,7 @@ def _pair(what: str, value, shapes) -> tuple[np.ndarray, np.ndarray]:
 def _number(what: str, value) -> float:
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
     value = as_number(value)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if not is_number(value):
         _fail(f"{what} should be a number (a float); it is {show(value, 120)}")
     if not math.isfinite(float(value)):
         _fail(f"{what} is {float(value)}; it should be a finite number")

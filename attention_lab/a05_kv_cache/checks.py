@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from attention_lab.core.compare import as_number
+from attention_lab.core.compare import as_number, is_number
 from attention_lab.core.self_check import CALL_SECONDS, attempt, call, fail as _fail, float_array, ok as _ok, \
     self_check
 from attention_lab.core.worked import check_worked_cases, show
@@ -256,8 +256,7 @@ def check_attention_cost_per_token(attention_cost_per_token: Callable) -> None:
         values = []
         for t in range(1, 9):
             value = as_number(call(attention_cost_per_token, t, d_model, d_head, cached))
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                    or not np.isfinite(value) or value != round(float(value)):
+            if not is_number(value) or not np.isfinite(value) or value != round(float(value)):
                 _fail(f"attention_cost_per_token({t}, {d_model}, {d_head}, cached={cached}) should be a whole "
                       f"number of multiply-adds; it returned {show(value)}")
             values.append(float(value))

@@ -51,6 +51,21 @@ def subclass_name(value) -> str:
     return f"{type(value).__module__}.{type(value).__qualname__}"
 
 
+def is_number(value) -> bool:
+    """Whether ``value`` is one real number: a Python or NumPy integer or float, not a boolean.
+
+    Parameters
+    ----------
+    value : object
+        A learner's result (after :func:`as_number`, a 0-d array counts).
+
+    Returns
+    -------
+    bool
+    """
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
 def as_number(value):
     """``value``, or its number when it is a 0-d NumPy array of integers or floats.
 

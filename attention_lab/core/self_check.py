@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from attention_lab.core.calls import call_learner
-from attention_lab.core.compare import subclass_name
+from attention_lab.core.compare import describe
 from attention_lab.core.worked import CALL_SECONDS, SelfCheckFailed, changed_arguments, check_worked_cases, \
     describe_failure, in_place_message
 
@@ -282,8 +282,7 @@ def float_array(what: str, value, shape: tuple[int, ...], *, sep: str = "; ", ki
     if not isinstance(value, np.ndarray):
         fail(f"{what} should be a NumPy array of shape {shape}{sep}it is a {type(value).__name__}")
     if type(value) is not np.ndarray:  # as the grader (autograder.grader.comparison): a masked array, a matrix
-        fail(f"{what} should be a plain NumPy array{sep}it is a {subclass_name(value)} (a subclass of numpy.ndarray; "
-             "return np.asarray(...))")
+        fail(f"{what} should be a plain NumPy array{sep}it is {describe(value)}")
     if value.shape != shape:
         fail(f"{what} should have shape {shape}{sep}it has shape {value.shape}")
     if value.dtype.kind not in kinds:

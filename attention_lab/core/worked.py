@@ -30,7 +30,7 @@ import numpy as np
 
 from attention_lab.core import values
 from attention_lab.core.calls import FunctionTimedOut, call_learner
-from attention_lab.core.compare import as_number, subclass_name
+from attention_lab.core.compare import as_number, describe
 
 CALL_SECONDS = 5.0  # per call of a learner's function in a self-check; a correct answer takes milliseconds
 FORMAT = 2  # version of the JSON layout written by autograder.grader.worked_cases (2: cases carry exact_dtype)
@@ -145,8 +145,7 @@ def _array_difference(got, want: np.ndarray, rtol: float, atol: float, name: str
     if not isinstance(got, np.ndarray):
         return f"wrong type for {name}: expected a NumPy array, got {_type_name(got)}"
     if type(got) is not np.ndarray:  # as the grader (autograder.grader.comparison): a masked array, a matrix
-        return (f"wrong type for {name}: expected a plain NumPy array, got {subclass_name(got)} (a subclass of "
-                "numpy.ndarray; return np.asarray(...))")
+        return f"wrong type for {name}: expected a plain NumPy array, got {describe(got)}"
     if got.shape != want.shape:
         message = f"wrong shape for {name}: expected {want.shape}, got {got.shape}"
         swapped = want.shape[:-2] + want.shape[:-3:-1] if want.ndim >= 2 else None

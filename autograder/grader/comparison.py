@@ -48,7 +48,7 @@ from attention_lab.core.calls import FunctionTimedOut, call_learner
 from attention_lab.core.probe import call_digest
 from autograder.grader.answers import REPO, answer_namespace
 from autograder.grader.memory_limit import reachable_code, run_with_memory_limit
-from attention_lab.core.compare import CheckFailed, as_number, describe, expect_array
+from attention_lab.core.compare import CheckFailed, as_number, describe, expect_array, is_number
 from attention_lab.core.questions import AnswerFormatError
 from autograder.grader.spec import Assignment, Case, Step, Variant
 
@@ -169,10 +169,6 @@ def boolean_masks(function, args: list, kwargs: dict) -> tuple[list, dict]:
     return list(bound.args), dict(bound.kwargs)
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-
-
 def _expect(case: Case, name: str, got, expected) -> None:
     """Raise :class:`CheckFailed` unless ``got`` is an acceptable learner value for ``expected``."""
     if isinstance(got, wire.Unsupported):
@@ -213,9 +209,9 @@ def _expect(case: Case, name: str, got, expected) -> None:
         else:
             expect_array(name, got, expected, rtol=case.rtol, atol=case.atol, kind=kind)
         return
-    if _is_number(expected):
+    if is_number(expected):
         got = as_number(got)  # a 0-d array holds one number (np.abs(x).max(), np.where on scalars)
-        if not _is_number(got):
+        if not is_number(got):
             raise CheckFailed(f"{name} should be a number, but it is {_what(got)}")
         if not np.isfinite(float(got)):
             raise CheckFailed(f"{name} is {float(got)}; a correct result is finite")
@@ -258,7 +254,7 @@ def _kind(expected) -> str:
         return "a NumPy array"
     if isinstance(expected, tuple):
         return f"a tuple of {len(expected)} values"
-    return "a number" if _is_number(expected) else f"a {type(expected).__name__}"
+    return "a number" if is_number(expected) else f"a {type(expected).__name__}"
 
 
 def _what(value) -> str:
@@ -295,7 +291,7 @@ def same(a, b, case: Case) -> bool:
             return bool(np.allclose(a.astype(kind), b.astype(kind), rtol=case.rtol, atol=case.atol, equal_nan=True)
                         and np.array_equal(np.isinf(a.astype(kind)), np.isinf(b.astype(kind))))
     a, b = as_number(a), as_number(b)
-    if _is_number(a) and _is_number(b):
+    if is_number(a) and is_number(b):
         return bool(np.isclose(float(a), float(b), rtol=case.rtol, atol=case.atol, equal_nan=True))
     return type(a) is type(b) and a == b
 
