@@ -25,7 +25,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
 from nbgrader.api import (Assignment, Grade, GradeCell, Gradebook, MissingEntry, Notebook, Student, SubmittedAssignment,
                           SubmittedNotebook)
 from traitlets.config import Config
