@@ -427,3 +427,30 @@ def test_feedback_lines_wrap_at_100_columns_with_their_indentation_kept():
                 first, *rest = comparison.wrap(logical.split("\n")[0]).split("\n")
                 indent = len(first) - len(first.lstrip(" "))
                 assert all(len(r) - len(r.lstrip(" ")) >= indent for r in rest)
+
+
+#: (assignment, function, exception class) of every hidden case whose answer is an exception
+RAISING = sorted({(a.name, case.function, case.raises) for a in ASSIGNMENTS.values() for step in a.steps
+                  if step.question is None for case in step.cases() if case.raises is not None})
+
+
+@pytest.mark.parametrize("name, function, raises", RAISING)
+def test_a_function_that_raises_on_every_input_earns_nothing_from_its_error_cases(name, function, raises):
+    """A stub that raises the expected exception on everything has shown no check of its input; the solution's own
+    function, which returns on valid input and raises on the same bad input, keeps every such case."""
+    from autograder.grader.answers import source_solutions
+
+    assignment = ASSIGNMENTS[name]
+    solution = source_solutions(assignment.name, assignment.notebook)
+    cell = next(grade_id for grade_id, source in solution.items() if comparison._defines(source, function))
+    stub = f"{solution[cell]}\n\ndef {function}(*args, **kwargs):\n    raise {raises}('not implemented')\n"
+    graded = grade_answers(assignment, {cell: stub})
+    reference = grade_answers(assignment, {})
+    grader = comparison.Grader(assignment)
+    error_cases = [(grade_id, index) for grade_id, cases in grader.cases.items()
+                   for index, case in enumerate(cases) if case.function == function and case.raises is not None]
+    assert error_cases
+    for grade_id, index in error_cases:
+        assert reference[grade_id].passed[index], (grade_id, index)
+        assert not graded[grade_id].passed[index], (grade_id, index)
+        assert f"{function} raises on every valid input too" in flat(graded[grade_id].text())

@@ -24,7 +24,8 @@ the learner's answer variable: its value is read with the question's format and 
 question's answer here; a known wrong answer is named with the misconception it shows.
 
 An exception is never evidence of correctness: only a ``raises`` case is
-answered by an exception. The step's score is its points times the weight of
+answered by an exception, and only for a function that returns a result on
+some valid input (one that raises everywhere has shown no check). The step's score is its points times the weight of
 the cases passed over the weight of all its cases (:attr:`Case.weight`).
 
 Messages show the learner's values and the case's description, never hidden
@@ -510,24 +511,48 @@ class Grader:
             earlier function was answered by a stand-in} (:func:`autograder.grader.stand_ins.run_passes`).
         """
         identified: dict[str, str] = {}  # solution cells of the mistakes named so far
+        never_returned = self._never_returned(results, stand_in_results or {})
         verdicts = {}
         for step in self.assignment.steps:
             if step.grade_id not in points:
                 continue
             second = (stand_in_results or {}).get(step.grade_id) or {}
             verdicts[step.grade_id] = self._grade_step(step, results.get(step.grade_id), float(points[step.grade_id]),
-                                                       identified, missing_reason, second)
+                                                       identified, missing_reason, second, never_returned)
         return verdicts
 
+    def _never_returned(self, results: Mapping[str, dict | None],
+                        stand_in_results: Mapping[str, Mapping[int, dict]]) -> frozenset[str]:
+        """The functions that raised on every valid input the results hold (cases whose answer is a value, in the
+        first pass or in a stand-in pass), so that their ``raises`` cases earn nothing: a function that always
+        raises ``ValueError`` has not shown that it checks its input. A function none of whose valid cases
+        reached the grader is not among them (no evidence either way)."""
+        returned, tried = set(), set()
+        for step in self.assignment.steps:
+            raw = results.get(step.grade_id)
+            records = raw.get("results") if isinstance(raw, dict) else None
+            cases = self.cases[step.grade_id]
+            if step.question is not None or not isinstance(records, list) or len(records) != len(cases):
+                continue
+            second = stand_in_results.get(step.grade_id) or {}
+            for index, (case, record) in enumerate(zip(cases, records)):
+                if case.raises is not None:
+                    continue
+                tried.add(case.function)
+                if any(isinstance(r, dict) and r.get("status") == "returned" for r in (record, second.get(index))):
+                    returned.add(case.function)
+        return frozenset(tried - returned)
+
     def _grade_step(self, step: Step, raw: dict | None, points: float, identified: dict[str, str],
-                    missing_reason: str | None, second: Mapping[int, dict]) -> StepResult:
+                    missing_reason: str | None, second: Mapping[int, dict],
+                    never_returned: frozenset[str] = frozenset()) -> StepResult:
         cases = self.cases[step.grade_id]
         records = (raw or {}).get("results") if isinstance(raw, dict) else None
         if not isinstance(records, list) or len(records) != len(cases):
             why = missing_reason or "the cell did not run to the end, or its output was removed"
             return StepResult(step.grade_id, step.title, 0.0, points,
                               [f"  ✗ no result reached the grader ({why})"], passed=[False] * len(cases))
-        verdicts = [self._grade_case(step, index, case, record, identified, second.get(index))
+        verdicts = [self._grade_case(step, index, case, record, identified, second.get(index), never_returned)
                     for index, (case, record) in enumerate(zip(cases, records))]
         named, found = [], {}
         for verdict in verdicts:
@@ -559,7 +584,7 @@ class Grader:
                           [v.ok for v in verdicts], unanswered)
 
     def _grade_case(self, step: Step, index: int, case: Case, record: Any, identified: dict[str, str],
-                    second: dict | None) -> _Verdict:
+                    second: dict | None, never_returned: frozenset[str] = frozenset()) -> _Verdict:
         if step.question is not None:
             verdict = _grade_answer(step.question, case, record)
             if verdict.mistake is not None:
@@ -573,6 +598,10 @@ class Grader:
             return _unreadable(record, failure)
         try:
             _check(case, got, expected, record, parameters)
+            if case.raises is not None and case.function in never_returned:
+                return _Verdict(False, f"it raises {case.raises} here, but {case.function} raises on every valid "
+                                "input too, so this does not show that it checks its input: make it return a result "
+                                "first")
             return _Verdict(True)
         except CheckFailed as failure:
             message = str(failure)
