@@ -214,7 +214,7 @@ def test_a_re_implemented_earlier_step_with_another_functions_known_mistake_lose
                              "Q @ np.swapaxes(K, -1, -2) / (Q.shape[-1] if scale else 1.0)")
     results = grades({"scaled_dot_product_attention": inline})
     assert results["test_scaling"].score == 1
-    assert results["test_scaled_dot_product_attention"].score == 0.5  # only the scale=False case is right
+    assert results["test_scaled_dot_product_attention"].score == 0.4  # only the scale=False case (1 of 5) is right
     assert "correct given" not in results["test_scaled_dot_product_attention"].text()
 
 
@@ -239,7 +239,7 @@ def test_attention_that_leaves_its_own_scores_unscaled_is_told_so():
     # found by a reviewer: 0.5/2 with only "12 of the 12 values are wrong"
     inline = A1_SDPA.replace("attention_scores(Q, K, scale=scale)", "Q @ np.swapaxes(K, -1, -2)")
     result = grades({"scaled_dot_product_attention": inline})["test_scaled_dot_product_attention"]
-    assert result.score == 0.5
+    assert result.score == 0.4  # 1 of 5 cases (scale=False) is right
     assert "These are the weights of unscaled scores" in flat(result.text())
     assert "unscaled scores" not in flat(grades({})["test_scaled_dot_product_attention"].text())
 

@@ -124,3 +124,57 @@ def attention_cost_per_token(t, d_model, d_head, cached):
     for case in ASSIGNMENT.step("test_attention_cost_per_token").cases():
         expected = ASSIGNMENT.reference["attention_cost_per_token"](*case.args, **case.kwargs)
         assert f" {expected}" not in text and f"{expected:.6g}" not in text
+
+
+RECOMPUTED = {  # decoders that give full attention's numbers without a cache, and the cases they still pass
+    "full attention on the prefix": ('''
+def decode_incrementally(x, W_q, W_k, W_v, chunk=1):
+    outs = []
+    for start in range(0, x.shape[0], chunk):
+        stop = min(start + chunk, x.shape[0])
+        out, _ = scaled_dot_product_attention(x[:stop] @ W_q, x[:stop] @ W_k, x[:stop] @ W_v, mask=causal_mask(stop))
+        outs.append(out[start:stop])
+    return np.concatenate(outs)
+''', []),
+    "attend_with_cache on empty caches": ('''
+def decode_incrementally(x, W_q, W_k, W_v, chunk=1):
+    outs = []
+    for start in range(0, x.shape[0], chunk):
+        stop = min(start + chunk, x.shape[0])
+        empty = np.zeros((0, W_k.shape[1]))
+        out, _, _ = attend_with_cache(x[:stop], empty, empty, W_q, W_k, W_v)
+        outs.append(out[start:stop])
+    return np.concatenate(outs)
+''', [3]),  # chunk = 8 > T = 5: one call, the whole sequence, as with a cache
+    "one call on everything": ('''
+def decode_incrementally(x, W_q, W_k, W_v, chunk=1):
+    empty = np.zeros((0, W_k.shape[1]))
+    return attend_with_cache(x, empty, empty, W_q, W_k, W_v)[0]
+''', [3]),
+}
+UNFINISHED_ATTEND = "def attend_with_cache(x_new, K_cache, V_cache, W_q, W_k, W_v):\n    raise NotImplementedError()\n"
+
+
+@pytest.mark.parametrize("attend", ["own", "unfinished"])
+@pytest.mark.parametrize("name", sorted(RECOMPUTED))
+def test_decoding_without_the_cache_gets_only_the_cases_where_it_is_the_same_as_with_it(name, attend):
+    """The same numbers as full attention are not enough: the notebook asks for attend_with_cache chunk by chunk,
+    and a decoder that recomputes the prefix scores only where one chunk is the whole sequence, also when an
+    unfinished attend_with_cache makes a stand-in pass decide (the calls of every pass are checked)."""
+    source, kept = RECOMPUTED[name]
+    cells = {"decode_incrementally": source, **({"attend_with_cache": UNFINISHED_ATTEND} if attend != "own" else {})}
+    result = grade_answers(ASSIGNMENT, cells)["test_decode_incrementally"]
+    assert [index for index, passed in enumerate(result.passed) if passed] == kept, result.text()
+    assert "must pass each token of x to attend_with_cache once" in " ".join(result.text().split())
+
+
+@pytest.mark.parametrize("attend", ["own", "unfinished"])
+def test_decoding_with_the_cache_keeps_every_case(attend):
+    """The source solution's decoder and np.array_split's pieces (each at most chunk tokens) keep the rule."""
+    from autograder.assignments.a05_kv_cache.bank import CORRECT
+
+    for cells in ({}, dict(CORRECT["array_split_chunks"].cells)):
+        if attend != "own":
+            cells = {**cells, "attend_with_cache": UNFINISHED_ATTEND}
+        result = grade_answers(ASSIGNMENT, cells)["test_decode_incrementally"]
+        assert all(result.passed) and result.score == result.points, result.text()

@@ -37,6 +37,7 @@ DIAGNOSES = {
     "mask_with_zero": "check_scaled_dot_product_attention",
     "mask_after_softmax": "check_scaled_dot_product_attention",
     "attention_softmax_over_queries": "check_scaled_dot_product_attention",
+    "attention_unstable_softmax": "check_scaled_dot_product_attention",
     "keys_times_queries": "check_attention_scores",
     "entropy_in_bits": "check_attention_entropy",
     "self_attention_shares_projection": "check_causal_self_attention",
@@ -61,6 +62,22 @@ def test_source_solution_passes_every_self_check():
 @pytest.mark.parametrize("name", sorted(CORRECT))
 def test_correct_variants_pass_every_self_check(name):
     run_all(namespace_with({**solution_cells(read(SOURCE_NB)), **CORRECT[name].cells}))
+
+
+def test_attention_returning_a_list_passes_the_self_checks_as_the_grader_gives_it_full_marks():
+    """``return [output, weights]``: the grader compares a list with the reference's tuple item by item (full marks),
+    so the self-checks accept it too instead of asking for a tuple."""
+    from autograder import assignments
+    from autograder.grader.in_process import grade_answers
+
+    solution = solution_cells(read(SOURCE_NB))
+    as_list = {"scaled_dot_product_attention": solution["scaled_dot_product_attention"].replace(
+        "return weights @ V, weights", "return [weights @ V, weights]")}
+    assert as_list["scaled_dot_product_attention"] != solution["scaled_dot_product_attention"]
+    run_all(namespace_with({**solution, **as_list}))
+    graded = grade_answers(assignments.get(checks.ASSIGNMENT), as_list)
+    assert all(result.score == result.points for result in graded.values()), \
+        [result.text() for result in graded.values() if result.score != result.points]
 
 
 def test_every_mistake_has_a_diagnosis():

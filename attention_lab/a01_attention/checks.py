@@ -203,7 +203,7 @@ def _close(a, b, tol=1e-4) -> bool:
 
 def _pair(name: str, result) -> tuple:
     __tracebackhide__ = True  # IPython then shows the message, not this module's frames
-    if not isinstance(result, tuple) or len(result) != 2:
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
         _fail(f"{name} should return a tuple (output, weights), but it returned {type(result).__name__}")
     return result
 

@@ -136,6 +136,8 @@ class _EarlierFunctions:
         self.depth = 0  # > 0 while an earlier function runs: its own calls are not the graded function's
         self.calls: list[dict] = []
         self.dropped = 0
+        self.answered: list[str] = []  # a later pass: the digests of the calls a stand-in answered, in order
+        self.answered_dropped = 0
         self._bytes = 0
         self._saved: dict[str, Any] = {}
 
@@ -177,6 +179,10 @@ class _EarlierFunctions:
                 # the digest only in a later pass: the first pass records the call, which the grader digests itself
                 digest = call_digest(name, encoded["args"], encoded["kwargs"])
                 if digest in self.values:
+                    if len(self.answered) < MAX_CALLS:
+                        self.answered.append(digest)
+                    else:
+                        self.answered_dropped += 1
                     return self.values[digest]()
                 self._record(encoded)
                 raise _NoStandInValue(name)
@@ -258,7 +264,8 @@ def call_case(namespace: dict, case: dict, earlier=(), stand_ins: dict | None = 
         or ``{"status": "missing", "message": ...}``, or ``{"status": "incomplete"}`` (a stand-in had no
         value). Each also has ``"calls"`` (the recorded calls of earlier functions: in the first pass
         every call, with ``"returned"`` or ``"raised"``; in a later pass the calls without a value) and
-        ``"calls_dropped"`` (calls over the recording limits). Values are encoded with :mod:`attention_lab.core.values`.
+        ``"calls_dropped"`` (calls over the recording limits); a later pass's also ``"answered"`` (the
+        digests of the calls a stand-in answered, in order) and ``"answered_dropped"``. Values are encoded with :mod:`attention_lab.core.values`.
     """
     if case.get("reads"):
         return read_answer(namespace, case)
@@ -298,6 +305,8 @@ def call_case(namespace: dict, case: dict, earlier=(), stand_ins: dict | None = 
                 notes.append("a warning")
         result = {"status": "returned", "value": encoded, "args_after": after, "warnings": notes}
     result.update(calls=earlier_functions.calls, calls_dropped=earlier_functions.dropped)
+    if values is not None:
+        result.update(answered=earlier_functions.answered, answered_dropped=earlier_functions.answered_dropped)
     size = wire.size(result)
     if size > wire.MAX_BYTES:
         return {"status": "returned", "value": {"unsupported": f"a result of {size} bytes (far too large)"},

@@ -59,6 +59,9 @@ CALL_SECONDS = 3.0  # per hidden call in the kernel; correct code takes millisec
 TRUSTED_LIMITED_SECONDS = 600.0
 WIDTH = 100  # feedback lines are wrapped at this many columns
 UNANSWERED = "not answered yet"
+#: The key of a final stand-in record (:mod:`autograder.grader.stand_ins`) holding the calls of earlier functions
+#: that pass made, in order, each answered by a stand-in (None when they could not all be named)
+TRAIL = "calls_of_the_final_pass"
 MAX_CACHED_STAND_INS = 4096  # the reference's answers to recorded calls, kept for the next submissions
 
 
@@ -602,15 +605,23 @@ class Grader:
                 return _Verdict(False, f"it raises {case.raises} here, but {case.function} raises on every valid "
                                 "input too, so this does not show that it checks its input: make it return a result "
                                 "first")
-            return _Verdict(True)
+            broken = _calls_rule_broken(case, record, finished=True)
+            return _Verdict(True) if broken is None else _Verdict(False, broken)
         except CheckFailed as failure:
             message = str(failure)
+        # a right result below (stood in for, or given earlier mistakes) still keeps the case's rule on its calls
+        broken = _calls_rule_broken(case, record, finished=not isinstance(got, Raised))
         wrong_earlier = frozenset(self._wrong_earlier_calls(step.grade_id, record)) if second is not None else frozenset()
         own = None  # the step's own result: the second pass's, where the earlier functions it calls were stood in for
         if second is not None:
             try:
                 own = _learner_value(case, second)
                 _check(case, own, expected, second, parameters)
+                if TRAIL in second:  # the calls the deciding pass made, in order, to the end
+                    trail = second[TRAIL]
+                    broken = _calls_rule_broken(case, None if trail is None else {"calls": trail}, finished=True)
+                if broken is not None:
+                    return _Verdict(False, broken)
                 called = frozenset(call.get("function") for call in record.get("calls") or [])
                 return _Verdict(True, "", stood_in=wrong_earlier or called)
             except CheckFailed as failure:
@@ -623,6 +634,8 @@ class Grader:
         if earlier:  # also where a stand-in pass ran: the step may repeat its earlier mistake and call another function
             given = self.output_of(earlier, step.grade_id, index)
             if not same(given, expected, case) and same(got, given, case):
+                if broken is not None:
+                    return _Verdict(False, broken)
                 return _Verdict(True, "correct given your earlier function(s), whose mistake is counted in its own step")
         base = {} if own is not None else earlier
         for key, variant in self._mistakes_of(step):
@@ -664,6 +677,28 @@ class Grader:
     def _mistakes_of(self, step: Step) -> list[tuple[str, Variant]]:
         """The known mistakes charged in this step (other functions' mistakes never excuse a result here)."""
         return [(key, variant) for key, variant in self.assignment.mistakes.items() if step.grade_id in variant.breaks]
+
+
+def _calls_rule_broken(case: Case, record: Any, finished: bool) -> str | None:
+    """The message of the case's :attr:`~autograder.grader.spec.Case.calls_check` on the first pass's recorded
+    calls, or None (no rule, or kept). Calls that cannot all be read (over the probe's recording limits, or
+    tampered with) break it: the rule cannot be seen to hold."""
+    if case.calls_check is None:
+        return None
+    calls = record.get("calls") if isinstance(record, dict) else None
+    if not isinstance(calls, list) or record.get("calls_dropped"):
+        return f"{case.function} made more calls of this notebook's earlier functions than the grader records"
+    decoded = []
+    try:
+        for call in calls:
+            decoded.append((str(call["function"]), [wire.decode(a) for a in call["args"]],
+                            {str(key): wire.decode(value) for key, value in call["kwargs"].items()}))
+    except Exception:  # noqa: BLE001 — garbage from a tampered kernel
+        return f"the calls {case.function} made of this notebook's earlier functions could not be read"
+    try:
+        return case.calls_check(case, decoded, finished)
+    except Exception:  # noqa: BLE001 — a learner's odd argument must not break grading
+        return f"the calls {case.function} made of this notebook's earlier functions could not be checked"
 
 
 def _unreadable(record: Any, failure: Exception) -> "_Verdict":

@@ -12,6 +12,8 @@ says why a step has no results, in the cell's own terms.
 
 from __future__ import annotations
 
+import re
+
 from attention_lab.core.probe import MIME
 
 #: Longest learner-controlled string kept, by field (characters).
@@ -81,6 +83,12 @@ def _stand_in_fields(record: dict) -> dict:
     if not isinstance(calls, list) or len(calls) > MAX_CALLS or type(dropped) is not int or dropped < 0:
         raise Forged("a result whose recorded calls are not what the probe records")
     kept = {"calls": [_call(call) for call in calls], "calls_dropped": dropped}
+    if "answered" in record:  # a later pass: the digests of the calls its stand-ins answered, in order
+        answered, over = record["answered"], record.get("answered_dropped")
+        if not isinstance(answered, list) or len(answered) > MAX_CALLS or type(over) is not int or over < 0 \
+                or not all(isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d) for d in answered):
+            raise Forged("a result whose answered calls are not what the probe records")
+        kept.update(answered=list(answered), answered_dropped=over)
     if "index" in record:
         if type(record["index"]) is not int:
             raise Forged("a result whose case index is not a number")

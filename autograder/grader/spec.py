@@ -118,6 +118,13 @@ class Case:
         in-process model runs answers on it in a child process under this limit
         (:mod:`autograder.grader.memory_limit`), so a mistake that exhausts the sandbox's memory gives the
         same MemoryError everywhere and never allocates its T × T matrix in the grader.
+    calls_check : callable, optional
+        ``calls_check(case, calls, finished) -> message or None``: what the function must do with the earlier
+        course functions it calls, where the notebook asks for it (assignment 5's ``decode_incrementally``
+        calls ``attend_with_cache`` once per chunk: recomputing the prefix gives the same numbers without a
+        cache). ``calls`` are the first pass's recorded calls in order, each ``(function, args, kwargs)``
+        decoded; ``finished`` is False when that pass raised, so that ``calls`` may stop early. A right result
+        whose calls break the rule scores nothing on the case, with the message.
     """
 
     description: str
@@ -135,6 +142,7 @@ class Case:
     seconds: float | None = None
     cpu_time: bool = False
     memory_limit: int | None = None
+    calls_check: Callable[["Case", list, bool], str | None] | None = None
 
 
 @dataclass(frozen=True)

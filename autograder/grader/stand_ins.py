@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from autograder.grader.comparison import Grader
+from autograder.grader.comparison import TRAIL, Grader
 
 #: Later passes per step: one per level of the call chain (a chain of calls fed by earlier stand-ins'
 #: answers, e.g. decoding a 9-token sequence one token at a time needs 9). A chain that never settles (a call
@@ -90,10 +90,12 @@ def step_passes(grader: Grader, grade_id: str, first: dict | None, run: Run) -> 
                if _needs_another_pass(record) and not grader.passes(grade_id, index, record)}
     values: dict[str, dict] = {}
     finals: dict[int, dict] = {}
+    seen: dict[str, dict] = {}  # digest → a recorded call, to read the final pass's "answered" digests back
     for number in range(MAX_PASSES):
         for index, calls in list(pending.items()):
             answers = [grader.stand_in(grade_id, call) for call in calls]
             values.update(answer for answer in answers if answer is not None)
+            seen.update((answer[0], call) for call, answer in zip(calls, answers) if answer is not None)
             if number > 0 and None in answers:
                 # the stand-in pass itself made a call no stand-in may answer: the first pass's result stands.
                 # (In the first pass such a call can depend on a wrong earlier result and not come again.)
@@ -113,9 +115,19 @@ def step_passes(grader: Grader, grade_id: str, first: dict | None, run: Run) -> 
             elif record.get("calls") or record.get("calls_dropped") or record.get("status") == "incomplete":
                 del pending[index]  # stopped without saying which call had no value
             else:
-                finals[index] = record
+                finals[index] = {**record, TRAIL: _trail(record, seen)}
                 del pending[index]
     return finals
+
+
+def _trail(record: dict, seen: Mapping[str, dict]) -> list[dict] | None:
+    """The calls of earlier functions the final pass made, in order (its stand-ins answered each, by digest), for a
+    case's rule on its calls (:attr:`~autograder.grader.spec.Case.calls_check`); None when they cannot all be
+    named (over the probe's recording limit)."""
+    answered = record.get("answered")
+    if not isinstance(answered, list) or record.get("answered_dropped") or not all(d in seen for d in answered):
+        return None
+    return [seen[digest] for digest in answered]
 
 
 def _needs_another_pass(record) -> bool:

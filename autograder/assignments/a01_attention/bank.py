@@ -256,6 +256,16 @@ KNOWN_MISTAKES = {
         ('Each query distributes its attention over the keys: row i of the weights (query i) must sum to '
          '1, so the softmax goes along the last axis (the T_k keys), not along the queries.'),
         (Edit("scaled_dot_product_attention", "softmax(scores, axis=-1)", "softmax(scores, axis=-2)"),)),
+    "attention_unstable_softmax": Mistake(
+        "attention's softmax written inline without subtracting the maximum (overflows)",
+        "test_scaled_dot_product_attention",
+        ('Scores can be large (hundreds, for long vectors or sharp attention), and exp of a score above about 709 '
+         'is inf in float64, so a row becomes inf / inf = NaN. Use your stable softmax from step 1, or subtract '
+         "each row's maximum before exp."),
+        (Edit("scaled_dot_product_attention",
+              "    weights = softmax(scores, axis=-1)\n",
+              "    exps = np.exp(scores)\n"
+              "    weights = exps / exps.sum(axis=-1, keepdims=True)\n"),)),
     "mask_after_softmax": Mistake(
         "blocked weights zeroed after the softmax, rows not renormalised", "test_scaled_dot_product_attention",
         ('Zeroing the blocked weights after the softmax leaves each row summing to less than 1. Block the '

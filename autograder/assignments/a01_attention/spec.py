@@ -167,7 +167,19 @@ def _attention_cases(seed: int = 1409):
         Case("a per-batch mask with scale=False", name,
              (rng.normal(size=(2, 4, 8)), rng.normal(size=(2, 6, 8)), rng.normal(size=(2, 6, 3))),
              {"mask": some_mask((2, 4, 6)), "scale": False}, outputs=PAIR),
+        Case("scores near 800 (exp of a score overflows: the softmax must not)", name,
+             (*large_scores(rng), rng.normal(size=(6, 3))), outputs=PAIR),
     ]
+
+
+def large_scores(rng) -> tuple[np.ndarray, np.ndarray]:
+    """Q (5, 4) and K (6, 4) whose scaled scores are 800 + (a small half-integer): a common first column of 40s,
+    the rest in {−1, 0, 1}. Every score and every difference between them is exact in float32 as in float64, so
+    float32 attention stays within tolerance, while exp(800) overflows in both (a softmax that does not subtract
+    its maximum gives inf / inf = NaN)."""
+    Q, K = rng.integers(-1, 2, (5, 4)).astype(float), rng.integers(-1, 2, (6, 4)).astype(float)
+    Q[:, 0] = K[:, 0] = 40.0  # 40 · 40 / √4 = 800
+    return Q, K
 
 
 @STEPS.add("test_causal_self_attention", "self_attn", _weights)
@@ -220,6 +232,10 @@ def _worked_cases():
         Case("scores (−2, 7) where key 1 is blocked for query 0 (d_k = 1)", "scaled_dot_product_attention",
              (np.array([[1.0], [1.0]]), np.array([[-2.0], [7.0]]), np.array([[1.0, 0.0], [0.0, 1.0]])),
              {"mask": np.array([[True, False], [True, True]])}, outputs=PAIR),
+        Case("scores 800 and 800.5: q = (40, 1), keys (40, 0) and (40, 1) (d_k = 4 with zeros), V = I",
+             "scaled_dot_product_attention", (np.array([[40.0, 1.0, 0.0, 0.0]]),
+                                              np.array([[40.0, 0.0, 0.0, 0.0], [40.0, 1.0, 0.0, 0.0]]), np.eye(2)),
+             outputs=PAIR),
         Case("x = [[1, 0], [0, 1], [1, 1]] with W_q = W_k = I, W_v = [[1, 2], [3, 4]]", "causal_self_attention",
              (np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.eye(2), np.eye(2), np.array([[1.0, 2.0], [3.0, 4.0]])),
              outputs=PAIR),

@@ -216,11 +216,47 @@ def _attend_cases(seed: int = 5002):
     ]
 
 
+def decodes_chunk_by_chunk(case: Case, calls: list, finished: bool) -> str | None:
+    """The notebook's rule for ``decode_incrementally``: its calls of ``attend_with_cache`` take the tokens of
+    ``x`` as consecutive pieces of at most ``chunk`` tokens, in order, each once (a
+    :attr:`~autograder.grader.spec.Case.calls_check`). Pieces of other sizes up to ``chunk`` (np.array_split's)
+    are accepted.
+
+    Recomputing attention over the whole prefix for every chunk (with the full-attention functions, or with
+    ``attend_with_cache`` on empty caches) gives the same numbers, so only the calls show that the cache is used.
+    When the first pass stopped early (``finished`` False: an earlier function raised), the calls made must be
+    the first pieces.
+    """
+    x = case.args[0]
+    chunk = case.kwargs.get("chunk", 1)
+    rule = (f"decode_incrementally must pass each token of x to attend_with_cache once, in order, at most "
+            f"chunk = {chunk} at a time (x[start:start + chunk] as x_new), with the caches the previous call "
+            "returned")
+    start = 0
+    for number, (function, args, kwargs) in enumerate((call for call in calls if call[0] == "attend_with_cache"), 1):
+        given = args[0] if args else kwargs.get("x_new")
+        given = np.asarray(given) if isinstance(given, (np.ndarray, list, tuple)) else None
+        if given is None or given.ndim != 2 or given.shape[1] != x.shape[1]:
+            what = "no array" if given is None else f"an array of shape {given.shape}"
+            return f"{rule}; call {number} of attend_with_cache got {what} as x_new"
+        rows = given.shape[0]
+        if not (1 <= rows <= chunk and start + rows <= x.shape[0]
+                and np.allclose(given, x[start:start + rows], rtol=0, atol=1e-12)):
+            return (f"{rule}; call {number} of attend_with_cache got {rows} token(s) as x_new, not the next piece "
+                    f"of at most {chunk} after the {start} token(s) already decoded (the same numbers without a "
+                    "cache are not decoding with one)")
+        start += rows
+    if finished and start < x.shape[0]:
+        return (f"{rule}; its calls of attend_with_cache passed {start} of the {x.shape[0]} tokens (the same "
+                "numbers without a cache are not decoding with one)")
+    return None
+
+
 def _decode_case(rng, description: str, T: int, d_model: int, d_head: int, chunk: int | None) -> Case:
     x = rng.normal(size=(T, d_model))
     kwargs = {} if chunk is None else {"chunk": chunk}
     return Case(description, "decode_incrementally", (x, *_weights(rng, d_model, d_head)), kwargs,
-                outputs=("the output",), **SAME)
+                outputs=("the output",), calls_check=decodes_chunk_by_chunk, **SAME)
 
 
 @STEPS.add("test_decode_incrementally", "decode", _diagnose_decode)
