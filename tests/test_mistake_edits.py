@@ -225,10 +225,26 @@ def test_a_stale_edit_fails():
         m.mistake.cells({**m.solution, edit.cell: m.solution[edit.cell] + f"\n# {edit.old}\n"})
 
 
-def test_also_breaks_is_where_a_mistake_of_a_shared_function_is_charged_too():
-    mistake = _bank("a01_attention").KNOWN_MISTAKES["keys_times_queries"]
-    assert mistake.step == "test_attention_scores" and mistake.breaks == {"test_attention_scores", "test_scaling"}
-    assert mistake.variant(_bank("a01_attention").SOLUTION).breaks == mistake.breaks
+def test_a_mistake_of_a_function_two_steps_grade_is_charged_once():
+    """K Qᵀ is a mistake of attention_scores, graded by the scores step and by the scaling step: it costs the
+    scores step only (the scaling step takes the identified scores as given and grades the ÷√d_k), while the same
+    learner's missing scaling still costs the scaling step."""
+    from autograder.grader.in_process import grade_answers
+
+    bank = _bank("a01_attention")
+    mistake = bank.KNOWN_MISTAKES["keys_times_queries"]
+    assert mistake.step == "test_attention_scores" and mistake.breaks == {"test_attention_scores"}
+    assert not any(m.also_breaks for folder in GRADED for m in getattr(_bank(folder), 'KNOWN_MISTAKES', {}).values())
+    a01 = assignments.get("01_scaled_dot_product_attention")
+    transposed = mistake.cells(bank.SOLUTION)
+    graded = grade_answers(a01, transposed)
+    assert graded["test_attention_scores"].score == 0
+    assert graded["test_scaling"].score == 1, graded["test_scaling"].text()
+    assert "correct given your earlier function(s)" in graded["test_scaling"].text()
+    unscaled = {"attention_scores": transposed["attention_scores"].replace("scores = scores / np.sqrt(Q.shape[-1])",
+                                                                           "scores = scores")}
+    assert unscaled != transposed
+    assert grade_answers(a01, unscaled)["test_scaling"].score == 0
 
 
 def test_the_draft_rewrites_edit_is_a_bank_mistake_of_one_edit():

@@ -60,9 +60,11 @@ class Mistake:
         which its output is right. On every other case of the step it must be wrong; a test
         checks both, so this list is exactly where the mistake keeps points.
     also_breaks : frozenset of str
-        grade_ids of further autograder-test cells that lose points because they test the same
-        function (``attention_scores`` is graded by a scores step and a scaling step: K Qᵀ loses
-        points in both). Empty for most mistakes; :attr:`breaks` is ``{step} | also_breaks``.
+        grade_ids of further autograder-test cells that lose points because they grade the same
+        values again. Empty in every bank: a step that grades another aspect of an earlier step's
+        function (assignment 1's scaling of ``attention_scores``) is ``values_graded_earlier``
+        (:class:`~autograder.grader.spec.Step`), so that the value mistake is charged once.
+        :attr:`breaks` is ``{step} | also_breaks``.
     """
 
     description: str

@@ -171,11 +171,12 @@ class Step:
         For a question that checks understanding (grade_id ``question_*``): its answer and the feedback of
         its wrong answers (:class:`autograder.grader.questions.Question`, which makes the step).
     values_graded_earlier : bool
-        The step grades something other than the values (memory, time) of a function whose values an
-        earlier step grades: a result that equals the solution with the mistakes identified in the
-        earlier steps put into it — also those of this step's own function — passes, so that a wrong
-        value is charged once, in its own step. False (the default): a function's own earlier mistakes
-        never excuse its result (a step that grades the same values again charges them, ``also_breaks``).
+        The step grades something other than the values an earlier step grades of the same function
+        (memory, time; assignment 1's scaling of the scores): a result that equals the solution with the
+        mistakes identified in the earlier steps put into it — also those of this step's own function —
+        passes, so that a wrong value is charged once, in its own step. False (the default): a function's own
+        earlier mistakes never excuse its result (a step that grades the same values again charges them,
+        ``also_breaks``).
     """
 
     grade_id: str

@@ -281,8 +281,7 @@ KNOWN_MISTAKES = {
         "K Qᵀ instead of Q Kᵀ (rows are keys)", "test_attention_scores",
         ('Rows of the scores are queries and columns are keys: entry (i, j) is the dot product of query i '
          'with key j, so the scores have shape (T_q, T_k).'),
-        (Edit("attention_scores", "scores = Q @ np.swapaxes(K, -1, -2)", "scores = K @ np.swapaxes(Q, -1, -2)"),),
-        also_breaks=frozenset({"test_scaling"})),
+        (Edit("attention_scores", "scores = Q @ np.swapaxes(K, -1, -2)", "scores = K @ np.swapaxes(Q, -1, -2)"),)),
     "entropy_in_bits": Mistake(
         "entropy with log base 2 (bits, not nats)", "test_attention_entropy",
         'This course measures entropy in nats: use the natural logarithm, not log base 2.',

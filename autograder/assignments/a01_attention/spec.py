@@ -128,7 +128,8 @@ def _score_cases(seed: int = 2017):
     ]
 
 
-@STEPS.add("test_scaling", "scaling", _scaled)
+# the scaling step grades the scaling: scores the scores step already charged (K Qᵀ) count as given there
+@STEPS.add("test_scaling", "scaling", _scaled, values_graded_earlier=True)
 def _scaling_cases(seed: int = 1955):
     Q, K, Qb, Kb = _qk(seed)
     return [
