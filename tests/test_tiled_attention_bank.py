@@ -148,3 +148,25 @@ def test_the_memory_stand_in_gives_every_memory_relevant_answer_the_real_cases_o
     assert stand_in.cases["test_tiled_attention_memory"][0].args[0].shape[0] == bank.MEMORY_STAND_IN["T"]
     outcomes = {key: (_memory_outcome(real, cells), _memory_outcome(stand_in, cells)) for key, cells in answers.items()}
     assert outcomes == {key: ("MemoryError",) * 2 if key == "full_score_matrix" else ("equal",) * 2 for key in answers}
+
+
+def test_a_value_mistake_no_bank_entry_names_costs_the_values_step_and_not_the_memory_step():
+    """One charge per mistake for a mistake the bank has no name for: the values step charges it; the memory case
+    (values graded earlier) then only asks for a result of the right shape within the limits. The same answer
+    that also forms the full score matrix still loses the memory point (two mistakes)."""
+    from a07_memory_stand_in import memory_stand_in
+    from autograder.grader.in_process import grade_answers
+
+    a07 = assignments.get("07_tiled_attention")
+    solution = bank.SOLUTION["tiled_attention"]
+    unnamed = {"tiled_attention": solution.replace("output[..., qs:qs + n, :] = acc / l",
+                                                   "output[..., qs:qs + n, :] = acc / l * 1.001")}
+    assert unnamed["tiled_attention"] != solution
+    both = {"tiled_attention": unnamed["tiled_attention"].replace(
+        "    return output\n", "    np.ones(Q.shape[:-1] + K.shape[-2:-1])\n    return output\n")}
+    with memory_stand_in():
+        graded = grade_answers(a07, unnamed)
+        assert graded["test_tiled_attention"].score == 0 and not graded["test_tiled_attention"].named
+        memory = graded["test_tiled_attention_memory"]
+        assert memory.score == memory.points and "values are wrong, which an earlier step counts" in memory.text()
+        assert grade_answers(a07, both)["test_tiled_attention_memory"].score == 0

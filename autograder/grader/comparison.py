@@ -515,13 +515,18 @@ class Grader:
         """
         identified: dict[str, str] = {}  # solution cells of the mistakes named so far
         never_returned = self._never_returned(results, stand_in_results or {})
+        charged: set[str] = set()  # functions whose values an earlier step charged (a scored case failed)
         verdicts = {}
         for step in self.assignment.steps:
             if step.grade_id not in points:
                 continue
             second = (stand_in_results or {}).get(step.grade_id) or {}
-            verdicts[step.grade_id] = self._grade_step(step, results.get(step.grade_id), float(points[step.grade_id]),
-                                                       identified, missing_reason, second, never_returned)
+            verdicts[step.grade_id] = verdict = self._grade_step(
+                step, results.get(step.grade_id), float(points[step.grade_id]), identified, missing_reason, second,
+                never_returned, frozenset(charged))
+            if step.question is None:
+                charged.update(case.function for case, ok in zip(self.cases[step.grade_id], verdict.passed)
+                               if not ok and case.weight > 0 and case.raises is None)
         return verdicts
 
     def _never_returned(self, results: Mapping[str, dict | None],
@@ -548,15 +553,15 @@ class Grader:
 
     def _grade_step(self, step: Step, raw: dict | None, points: float, identified: dict[str, str],
                     missing_reason: str | None, second: Mapping[int, dict],
-                    never_returned: frozenset[str] = frozenset()) -> StepResult:
+                    never_returned: frozenset[str] = frozenset(), charged: frozenset[str] = frozenset()) -> StepResult:
         cases = self.cases[step.grade_id]
         records = (raw or {}).get("results") if isinstance(raw, dict) else None
         if not isinstance(records, list) or len(records) != len(cases):
             why = missing_reason or "the cell did not run to the end, or its output was removed"
             return StepResult(step.grade_id, step.title, 0.0, points,
                               [f"  ✗ no result reached the grader ({why})"], passed=[False] * len(cases))
-        verdicts = [self._grade_case(step, index, case, record, identified, second.get(index), never_returned)
-                    for index, (case, record) in enumerate(zip(cases, records))]
+        verdicts = [self._grade_case(step, index, case, record, identified, second.get(index), never_returned,
+                                     charged) for index, (case, record) in enumerate(zip(cases, records))]
         named, found = [], {}
         for verdict in verdicts:
             if verdict.mistake is not None and verdict.mistake[0] not in named:
@@ -587,7 +592,8 @@ class Grader:
                           [v.ok for v in verdicts], unanswered)
 
     def _grade_case(self, step: Step, index: int, case: Case, record: Any, identified: dict[str, str],
-                    second: dict | None, never_returned: frozenset[str] = frozenset()) -> _Verdict:
+                    second: dict | None, never_returned: frozenset[str] = frozenset(),
+                    charged: frozenset[str] = frozenset()) -> _Verdict:
         if step.question is not None:
             verdict = _grade_answer(step.question, case, record)
             if verdict.mistake is not None:
@@ -637,6 +643,13 @@ class Grader:
                 if broken is not None:
                     return _Verdict(False, broken)
                 return _Verdict(True, "correct given your earlier function(s), whose mistake is counted in its own step")
+        resources = case.memory_limit is not None or case.seconds is not None
+        if step.values_graded_earlier and resources and case.function in charged and broken is None \
+                and _same_form(got, expected):
+            # a case of memory or time whose values are wrong in a way no known mistake names, and an earlier step
+            # charged them already: the case grades what it is for, shown by a result of the right form in time
+            return _Verdict(True, f"a result of the right shape; {case.function}'s values are wrong, which an earlier "
+                                  "step counts, so here only that it ran counts")
         base = {} if own is not None else earlier
         for key, variant in self._mistakes_of(step):
             output = self.output_of({**base, **variant.cells}, step.grade_id, index)
@@ -677,6 +690,19 @@ class Grader:
     def _mistakes_of(self, step: Step) -> list[tuple[str, Variant]]:
         """The known mistakes charged in this step (other functions' mistakes never excuse a result here)."""
         return [(key, variant) for key, variant in self.assignment.mistakes.items() if step.grade_id in variant.breaks]
+
+
+def _same_form(got, expected) -> bool:
+    """Whether a returned result has the reference's form: the same containers and lengths, and arrays of the same
+    shape and dtype kind (its values aside)."""
+    if isinstance(got, Raised) or isinstance(got, wire.Unsupported):
+        return False
+    if isinstance(expected, (tuple, list)):
+        return isinstance(got, (tuple, list)) and len(got) == len(expected) and \
+            all(_same_form(a, b) for a, b in zip(got, expected))
+    if isinstance(expected, np.ndarray):
+        return isinstance(got, np.ndarray) and got.shape == expected.shape and got.dtype.kind == expected.dtype.kind
+    return is_number(as_number(got)) == is_number(as_number(expected))
 
 
 def _calls_rule_broken(case: Case, record: Any, finished: bool) -> str | None:
