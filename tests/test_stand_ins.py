@@ -148,6 +148,38 @@ def test_a_mask_of_ones_and_zeros_is_taken_by_the_stand_in_as_the_learners_own_f
     assert "boolean" not in results["test_causal_self_attention"].text()
 
 
+SUBLAYER_BY_SUBLAYER_GENERATE = """
+def generate(params, config, prompt, n_new, temperature=None, uniforms=None, use_cache=True):
+    tokens = [int(t) for t in prompt]
+    eps, H = config["ln_eps"], config["n_heads"]
+    for k in range(n_new):
+        T = len(tokens)
+        x = params["W_emb"][np.array(tokens)] + params["W_pos"][:T]
+        for layer in range(config["n_layers"]):
+            p = f"block{layer}."
+            h = layer_norm(x, params[p + "ln1.gain"], params[p + "ln1.bias"], eps)
+            a, _ = causal_attention(h, params[p + "W_q"], params[p + "W_k"], params[p + "W_v"], params[p + "W_o"], H)
+            x = x + a
+            h = layer_norm(x, params[p + "ln2.gain"], params[p + "ln2.bias"], eps)
+            x = x + mlp(h, params[p + "W_1"], params[p + "b_1"], params[p + "W_2"], params[p + "b_2"])
+        x = layer_norm(x, params["ln_f.gain"], params["ln_f.bias"], eps)
+        u = None if uniforms is None else uniforms[k]
+        tokens.append(int(next_token((x @ params["W_out"])[-1], temperature, u)))
+    return np.array(tokens)
+"""
+
+
+def test_a_long_chain_of_stand_ins_settles_and_the_later_step_keeps_its_points():
+    """generate written sublayer by sublayer, with mlp unfinished: every mlp call of every token of every block is
+    a level of the chain (37 passes, past MAX_PASSES): each pass advances the chain, so the passes go on up to
+    MAX_CHAIN_PASSES; generate is correct and keeps its points, mlp alone is charged."""
+    A9 = assignments.get("09_tiny_gpt")
+    cells = {"generate": SUBLAYER_BY_SUBLAYER_GENERATE,
+             "mlp": "def mlp(x, W_1, b_1, W_2, b_2):\n    raise NotImplementedError()\n"}
+    results = grade_answers(A9, cells)
+    assert {g for g, r in results.items() if r.score < r.points} == {"test_mlp"}, results["test_generate"].text()
+
+
 def disjoint_groups(variants: dict) -> list[dict]:
     """The correct variants packed into groups whose cells do not overlap (first fit, in the bank's order).
 
@@ -253,6 +285,8 @@ def test_the_grader_computes_stand_ins_only_for_earlier_functions_and_small_argu
 
 
 def test_calls_that_never_settle_stop_after_the_bound_and_earn_nothing(monkeypatch):
+    """A fresh call every pass (the hostile bank's stash-and-replay) never advances a chain: its passes stop at
+    MAX_PASSES, not at MAX_CHAIN_PASSES, so the notebook's wall clock is not spent on them."""
     runs = []
     monkeypatch.setattr(stand_ins, "MAX_PASSES", 3)
     cells = {"scaled_dot_product_attention": (

@@ -17,7 +17,9 @@ of every call the graded function made to an earlier function, see
    earlier stand-in's answer: ``attend_with_cache`` fed its own new cache)
    records them and stops the case; the grader computes their values and runs
    the case again — one pass per level of the call chain, at most
-   :data:`MAX_PASSES` per step;
+   :data:`MAX_PASSES` per case, or :data:`MAX_CHAIN_PASSES` while every pass
+   advances the chain (it made again, and was answered for, the calls the pass
+   before it asked about);
 3. the record of the pass in which every call was answered is the step's own
    result; :meth:`autograder.grader.comparison.Grader.grade` checks it like any other.
 
@@ -39,12 +41,15 @@ from typing import Callable, Mapping
 
 from autograder.grader.comparison import TRAIL, Grader
 
-#: Later passes per step: one per level of the call chain (a chain of calls fed by earlier stand-ins'
-#: answers, e.g. decoding a 9-token sequence one token at a time needs 9). A chain that never settles (a call
-#: that never repeats) runs every pass, on the notebook's wall clock: 128 made the hostile bank's
-#: stash-and-replay submission overrun it, so assignment 9's generate written sublayer by sublayer (37 levels
-#: with mlp unfinished) is still charged for mlp; a bound by progress would let it through.
+#: Later passes per step for any case: one per level of the call chain (a chain of calls fed by earlier
+#: stand-ins' answers, e.g. decoding a 9-token sequence one token at a time needs 9).
 MAX_PASSES = 16
+#: Later passes for a case that keeps making progress: each pass made again, and was answered for, every call the
+#: pass before it asked about, so the chain advanced by a level (assignment 9's generate written sublayer by
+#: sublayer with mlp unfinished needs 37). A case whose calls never repeat (the hostile bank's stash-and-replay
+#: submission: a fresh call every pass) makes no progress and stops at MAX_PASSES, within the notebook's wall
+#: clock; 128 passes for every case overran it.
+MAX_CHAIN_PASSES = 128
 
 Run = Callable[[dict], "dict | None"]
 
@@ -91,11 +96,17 @@ def step_passes(grader: Grader, grade_id: str, first: dict | None, run: Run) -> 
     values: dict[str, dict] = {}
     finals: dict[int, dict] = {}
     seen: dict[str, dict] = {}  # digest → a recorded call, to read the final pass's "answered" digests back
-    for number in range(MAX_PASSES):
+    asked: dict[int, set[str]] = {}  # case → the digests of the calls its last pass had no value for
+    advanced: set[int] = set()  # the cases whose last pass was answered for every call the pass before asked about
+    for number in range(MAX_CHAIN_PASSES):
         for index, calls in list(pending.items()):
+            if number >= MAX_PASSES and index not in advanced:
+                del pending[index]  # past the bound without progress: the first pass's result stands
+                continue
             answers = [grader.stand_in(grade_id, call) for call in calls]
             values.update(answer for answer in answers if answer is not None)
             seen.update((answer[0], call) for call, answer in zip(calls, answers) if answer is not None)
+            asked[index] = {answer[0] for answer in answers if answer is not None}
             if number > 0 and None in answers:
                 # the stand-in pass itself made a call no stand-in may answer: the first pass's result stands.
                 # (In the first pass such a call can depend on a wrong earlier result and not come again.)
@@ -112,6 +123,11 @@ def step_passes(grader: Grader, grade_id: str, first: dict | None, run: Run) -> 
                 del pending[index]
             elif _needs_another_pass(record):
                 pending[index] = record["calls"]
+                answered = record.get("answered")
+                if isinstance(answered, list) and asked[index] <= set(answered):
+                    advanced.add(index)
+                else:
+                    advanced.discard(index)
             elif record.get("calls") or record.get("calls_dropped") or record.get("status") == "incomplete":
                 del pending[index]  # stopped without saying which call had no value
             else:
