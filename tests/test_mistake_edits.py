@@ -260,3 +260,31 @@ def test_source_solution_names_the_folder_it_cannot_find(tmp_path):
         edits.source_solution("autograder.grader.bank")
     with pytest.raises(ValueError, match="one source/01_"):
         edits.source_solution("autograder.assignments.a01_attention.bank", tmp_path)
+
+
+@pytest.mark.parametrize("slip, scores, scaling", [
+    ("Q @ K.T", 0.5, 1.0),  # 2-D only: the batched case raises in both steps, charged in the scores step
+    ("np.abs(Q @ np.swapaxes(K, -1, -2))", 0.0, 1.0),  # wrong values no bank entry names, scaled rightly
+])
+def test_a_scores_mistake_no_bank_entry_names_is_charged_once(slip, scores, scaling):
+    """The scaling step grades the learner's scale=True scores against their own scale=False scores on the same Q
+    and K (Case.twin): a mistake in the scores, named or not, costs the scores step only."""
+    from autograder.grader.in_process import grade_answers
+
+    solution = _bank("a01_attention").SOLUTION["attention_scores"]
+    cells = {"attention_scores": solution.replace("Q @ np.swapaxes(K, -1, -2)", slip)}
+    graded = grade_answers(assignments.get("01_scaled_dot_product_attention"), cells)
+    assert (graded["test_attention_scores"].score, graded["test_scaling"].score) == (scores, scaling)
+
+
+def test_scaling_graded_on_the_learners_own_scores_still_charges_a_wrong_divisor_and_an_always_raising_function():
+    from autograder.grader.in_process import grade_answers
+
+    a01 = assignments.get("01_scaled_dot_product_attention")
+    solution = _bank("a01_attention").SOLUTION["attention_scores"]
+    by_d = solution.replace("Q @ np.swapaxes(K, -1, -2)", "np.abs(Q @ np.swapaxes(K, -1, -2))").replace(
+        "np.sqrt(Q.shape[-1])", "Q.shape[-1]")
+    graded = grade_answers(a01, {"attention_scores": by_d})["test_scaling"]
+    assert graded.score == 0 and "your own scale=False scores divided by 8" in " ".join(graded.text().split())
+    raising = "def attention_scores(Q, K, scale=True):\n    raise ValueError('no')\n"
+    assert grade_answers(a01, {"attention_scores": raising})["test_scaling"].score == 0

@@ -151,9 +151,10 @@ def test_the_memory_stand_in_gives_every_memory_relevant_answer_the_real_cases_o
 
 
 def test_a_value_mistake_no_bank_entry_names_costs_the_values_step_and_not_the_memory_step():
-    """One charge per mistake for a mistake the bank has no name for: the values step charges it; the memory case
-    (values graded earlier) then only asks for a result of the right shape within the limits. The same answer
-    that also forms the full score matrix still loses the memory point (two mistakes)."""
+    """One charge per mistake for a mistake the bank has no name for: the values step charges it on the memory
+    case's twin (small causal self-attention); the memory case then asks for a finite result of the right shape
+    within the limits. The same answer that also forms the full score matrix still loses the memory point (two
+    mistakes), and a slip the twin does not show excuses nothing."""
     from a07_memory_stand_in import memory_stand_in
     from autograder.grader.in_process import grade_answers
 
@@ -168,5 +169,15 @@ def test_a_value_mistake_no_bank_entry_names_costs_the_values_step_and_not_the_m
         graded = grade_answers(a07, unnamed)
         assert graded["test_tiled_attention"].score == 0 and not graded["test_tiled_attention"].named
         memory = graded["test_tiled_attention_memory"]
-        assert memory.score == memory.points and "values are wrong, which an earlier step counts" in memory.text()
+        assert memory.score == memory.points
+        assert "right given your own tiled_attention result" in " ".join(memory.text().split())
         assert grade_answers(a07, both)["test_tiled_attention_memory"].score == 0
+        # a slip that the twin (the small causal case) does not show is no excuse: 2-D only, and zeros past T = 1000
+        dodge = {"tiled_attention": solution.replace(
+            "    T_q, T_k, d_v = Q.shape[-2], K.shape[-2], V.shape[-1]\n",
+            "    T_q, T_k, d_v = Q.shape[-2], K.shape[-2], V.shape[-1]\n"
+            "    if Q.ndim != 2:\n        raise ValueError('2-D only')\n"
+            "    if T_q > 1000:\n        return np.zeros((T_q, d_v))\n")}
+        graded = grade_answers(a07, dodge)
+        assert 0 < graded["test_tiled_attention"].score < graded["test_tiled_attention"].points
+        assert graded["test_tiled_attention_memory"].score == 0, graded["test_tiled_attention_memory"].text()

@@ -515,18 +515,22 @@ class Grader:
         """
         identified: dict[str, str] = {}  # solution cells of the mistakes named so far
         never_returned = self._never_returned(results, stand_in_results or {})
-        charged: set[str] = set()  # functions whose values an earlier step charged (a scored case failed)
+        failed: dict[tuple[str, int], Any] = {}  # (grade_id, index) of a failed case → the learner's result there
         verdicts = {}
         for step in self.assignment.steps:
             if step.grade_id not in points:
                 continue
             second = (stand_in_results or {}).get(step.grade_id) or {}
+            raw = results.get(step.grade_id)
             verdicts[step.grade_id] = verdict = self._grade_step(
-                step, results.get(step.grade_id), float(points[step.grade_id]), identified, missing_reason, second,
-                never_returned, frozenset(charged))
-            if step.question is None:
-                charged.update(case.function for case, ok in zip(self.cases[step.grade_id], verdict.passed)
-                               if not ok and case.weight > 0 and case.raises is None)
+                step, raw, float(points[step.grade_id]), identified, missing_reason, second, never_returned, failed)
+            records = raw.get("results") if isinstance(raw, dict) else None
+            for index, ok in enumerate(verdict.passed):
+                if not ok and isinstance(records, list) and index < len(records):
+                    try:
+                        failed[step.grade_id, index] = _learner_value(self.cases[step.grade_id][index], records[index])
+                    except _Unreadable:
+                        failed[step.grade_id, index] = Raised("unreadable")
         return verdicts
 
     def _never_returned(self, results: Mapping[str, dict | None],
@@ -553,7 +557,8 @@ class Grader:
 
     def _grade_step(self, step: Step, raw: dict | None, points: float, identified: dict[str, str],
                     missing_reason: str | None, second: Mapping[int, dict],
-                    never_returned: frozenset[str] = frozenset(), charged: frozenset[str] = frozenset()) -> StepResult:
+                    never_returned: frozenset[str] = frozenset(),
+                    failed: Mapping[tuple[str, int], Any] | None = None) -> StepResult:
         cases = self.cases[step.grade_id]
         records = (raw or {}).get("results") if isinstance(raw, dict) else None
         if not isinstance(records, list) or len(records) != len(cases):
@@ -561,7 +566,7 @@ class Grader:
             return StepResult(step.grade_id, step.title, 0.0, points,
                               [f"  ✗ no result reached the grader ({why})"], passed=[False] * len(cases))
         verdicts = [self._grade_case(step, index, case, record, identified, second.get(index), never_returned,
-                                     charged) for index, (case, record) in enumerate(zip(cases, records))]
+                                     failed or {}) for index, (case, record) in enumerate(zip(cases, records))]
         named, found = [], {}
         for verdict in verdicts:
             if verdict.mistake is not None and verdict.mistake[0] not in named:
@@ -593,7 +598,7 @@ class Grader:
 
     def _grade_case(self, step: Step, index: int, case: Case, record: Any, identified: dict[str, str],
                     second: dict | None, never_returned: frozenset[str] = frozenset(),
-                    charged: frozenset[str] = frozenset()) -> _Verdict:
+                    failed: Mapping[tuple[str, int], Any] | None = None) -> _Verdict:
         if step.question is not None:
             verdict = _grade_answer(step.question, case, record)
             if verdict.mistake is not None:
@@ -643,13 +648,20 @@ class Grader:
                 if broken is not None:
                     return _Verdict(False, broken)
                 return _Verdict(True, "correct given your earlier function(s), whose mistake is counted in its own step")
-        resources = case.memory_limit is not None or case.seconds is not None
-        if step.values_graded_earlier and resources and case.function in charged and broken is None \
-                and _same_form(got, expected):
-            # a case of memory or time whose values are wrong in a way no known mistake names, and an earlier step
-            # charged them already: the case grades what it is for, shown by a result of the right form in time
-            return _Verdict(True, f"a result of the right shape; {case.function}'s values are wrong, which an earlier "
-                                  "step counts, so here only that it ran counts")
+        if case.twin is not None and case.twin in (failed or {}) and broken is None \
+                and case.function not in never_returned:
+            # the twin (an earlier step's case of the same kind of call) failed: its value mistake is charged there,
+            # and this case grades what it is for, given the learner's own value there; an exception the twin
+            # raised too is that mistake (but a function that raises on every input has shown nothing)
+            twin = failed[case.twin]
+            if isinstance(value, Raised):
+                given_twin = None if isinstance(twin, Raised) and twin.type == value.type else message
+            else:
+                given_twin = case.given_twin(case, value, twin, expected)
+            if given_twin is None:
+                return _Verdict(True, f"right given your own {case.function} result on the same kind of input in "
+                                      "an earlier step, whose mistake is counted there")
+            message = given_twin
         base = {} if own is not None else earlier
         for key, variant in self._mistakes_of(step):
             output = self.output_of({**base, **variant.cells}, step.grade_id, index)
@@ -692,6 +704,16 @@ class Grader:
         return [(key, variant) for key, variant in self.assignment.mistakes.items() if step.grade_id in variant.breaks]
 
 
+def finite_of_the_right_form(case: Case, got, twin, expected) -> str | None:
+    """A :attr:`~autograder.grader.spec.Case.given_twin` for a case of memory or time: a finite result of the
+    reference's form (its values are graded in the twin's step)."""
+    if not _same_form(got, expected):
+        return f"the result should be an array of shape {expected.shape}, but it is {_what(got)}"
+    if isinstance(got, np.ndarray) and got.dtype.kind in "fc" and not np.all(np.isfinite(got)):
+        return "the result has NaN or infinite values"
+    return None
+
+
 def _same_form(got, expected) -> bool:
     """Whether a returned result has the reference's form: the same containers and lengths, and arrays of the same
     shape and dtype kind (its values aside)."""
@@ -717,8 +739,11 @@ def _calls_rule_broken(case: Case, record: Any, finished: bool) -> str | None:
     decoded = []
     try:
         for call in calls:
-            decoded.append((str(call["function"]), [wire.decode(a) for a in call["args"]],
-                            {str(key): wire.decode(value) for key, value in call["kwargs"].items()}))
+            one = {"function": str(call["function"]), "args": [wire.decode(a) for a in call["args"]],
+                   "kwargs": {str(key): wire.decode(value) for key, value in call["kwargs"].items()}}
+            if "returned" in call:
+                one["returned"] = wire.decode(call["returned"])
+            decoded.append(one)
     except Exception:  # noqa: BLE001 — garbage from a tampered kernel
         return f"the calls {case.function} made of this notebook's earlier functions could not be read"
     try:

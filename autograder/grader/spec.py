@@ -122,9 +122,19 @@ class Case:
         ``calls_check(case, calls, finished) -> message or None``: what the function must do with the earlier
         course functions it calls, where the notebook asks for it (assignment 5's ``decode_incrementally``
         calls ``attend_with_cache`` once per chunk: recomputing the prefix gives the same numbers without a
-        cache). ``calls`` are the first pass's recorded calls in order, each ``(function, args, kwargs)``
-        decoded; ``finished`` is False when that pass raised, so that ``calls`` may stop early. A right result
+        cache). ``calls`` are the deciding pass's calls in order, each a dict of ``function``, ``args`` and
+        ``kwargs`` decoded, and ``returned`` when what it returned was recorded (the learner's function's value
+        in the first pass, the stand-in's in a later one); ``finished`` is False when the first pass raised, so
+        that ``calls`` may stop early. A right result
         whose calls break the rule scores nothing on the case, with the message.
+    twin, given_twin : optional
+        ``twin`` is ``(grade_id, index)`` of an earlier step's case that grades the values of the same kind of
+        call (assignment 1's scores without scaling on the same Q and K; assignment 7's small causal
+        self-attention). When the learner fails the twin, its value mistake is charged there, and this case
+        is graded on what it is for, given the learner's own value: ``given_twin(case, result, twin_result,
+        expected)`` returns None when the result is right given the twin's (scaled by the same 1/√d_k; a finite result
+        of the right shape within the memory limit), else the message. One mistake, one charge, also for a
+        mistake no bank entry names.
     """
 
     description: str
@@ -143,6 +153,8 @@ class Case:
     cpu_time: bool = False
     memory_limit: int | None = None
     calls_check: Callable[["Case", list, bool], str | None] | None = None
+    twin: tuple[str, int] | None = None
+    given_twin: Callable[["Case", Any, Any, Any], str | None] | None = None
 
 
 @dataclass(frozen=True)

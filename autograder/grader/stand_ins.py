@@ -131,19 +131,25 @@ def step_passes(grader: Grader, grade_id: str, first: dict | None, run: Run) -> 
             elif record.get("calls") or record.get("calls_dropped") or record.get("status") == "incomplete":
                 del pending[index]  # stopped without saying which call had no value
             else:
-                finals[index] = {**record, TRAIL: _trail(record, seen)}
+                finals[index] = {**record, TRAIL: _trail(record, seen, values)}
                 del pending[index]
     return finals
 
 
-def _trail(record: dict, seen: Mapping[str, dict]) -> list[dict] | None:
-    """The calls of earlier functions the final pass made, in order (its stand-ins answered each, by digest), for a
-    case's rule on its calls (:attr:`~autograder.grader.spec.Case.calls_check`); None when they cannot all be
-    named (over the probe's recording limit)."""
+def _trail(record: dict, seen: Mapping[str, dict], values: Mapping[str, dict]) -> list[dict] | None:
+    """The calls of earlier functions the final pass made, in order, each with what its stand-in answered
+    (``"returned"``, or no such key when it raised), for a case's rule on its calls
+    (:attr:`~autograder.grader.spec.Case.calls_check`); None when they cannot all be named (over the probe's
+    recording limit)."""
     answered = record.get("answered")
-    if not isinstance(answered, list) or record.get("answered_dropped") or not all(d in seen for d in answered):
+    if not isinstance(answered, list) or record.get("answered_dropped") or \
+            not all(d in seen and d in values for d in answered):
         return None
-    return [seen[digest] for digest in answered]
+    trail = []
+    for digest in answered:
+        call = {key: value for key, value in seen[digest].items() if key not in ("returned", "raised")}
+        trail.append({**call, "returned": values[digest]["value"]} if "value" in values[digest] else call)
+    return trail
 
 
 def _needs_another_pass(record) -> bool:

@@ -128,14 +128,38 @@ def _score_cases(seed: int = 2017):
     ]
 
 
-# the scaling step grades the scaling: scores the scores step already charged (K Qᵀ) count as given there
+def scaled_like_its_twin(case: Case, got, twin, expected) -> str | None:
+    """The scaling step given the learner's own unscaled scores on the same Q and K (its twin in the scores step,
+    :attr:`Case.twin`): those divided by √d_k, whatever they are (a mistake in them is charged there)."""
+    d_k = case.args[0].shape[-1]
+    if not (isinstance(got, np.ndarray) and isinstance(twin, np.ndarray)):
+        return None if got is twin else "the scale=True result is not an array of scores"
+    if got.shape != twin.shape:
+        return (f"with scale=True the scores have shape {got.shape}, with scale=False {twin.shape}: scaling must "
+                "not change the shape")
+    with np.errstate(all="ignore"):
+        if np.allclose(got.astype(float), twin.astype(float) / np.sqrt(d_k), rtol=case.rtol, atol=case.atol,
+                       equal_nan=True):
+            return None
+        ratios = twin.astype(float) / got.astype(float)
+    ratios = ratios[np.isfinite(ratios) & (np.abs(got) > 1e-9)]
+    found = f" divided by {np.median(ratios):.4g}" if ratios.size and np.allclose(ratios, np.median(ratios)) else \
+        " changed in another way"
+    return (f"your scale=True scores are your own scale=False scores{found}; divide them by √d_k = √{d_k} ≈ "
+            f"{np.sqrt(d_k):.4g}")
+
+
+# the scaling step grades the scaling: on the scores step's own Q and K, so that a mistake in the scores, named or
+# not, is charged there once and the scaling is graded on the learner's own unscaled scores (Case.twin)
 @STEPS.add("test_scaling", "scaling", _scaled, values_graded_earlier=True)
-def _scaling_cases(seed: int = 1955):
+def _scaling_cases(seed: int = 2017):
     Q, K, Qb, Kb = _qk(seed)
+    twin = dict(given_twin=scaled_like_its_twin, outputs=("the scores",))
     return [
-        Case("default scale=True divides by √d_k (d_k = 8)", "attention_scores", (Q, K), outputs=("the scores",)),
+        Case("default scale=True divides by √d_k (d_k = 8)", "attention_scores", (Q, K),
+             twin=("test_attention_scores", 0), **twin),
         Case("scale=True with leading batch dimensions (d_k = 6)", "attention_scores", (Qb, Kb), {"scale": True},
-             outputs=("the scores",)),
+             twin=("test_attention_scores", 1), **twin),
     ]
 
 

@@ -217,39 +217,69 @@ def _attend_cases(seed: int = 5002):
 
 
 def decodes_chunk_by_chunk(case: Case, calls: list, finished: bool) -> str | None:
-    """The notebook's rule for ``decode_incrementally``: its calls of ``attend_with_cache`` take the tokens of
-    ``x`` as consecutive pieces of at most ``chunk`` tokens, in order, each once (a
-    :attr:`~autograder.grader.spec.Case.calls_check`). Pieces of other sizes up to ``chunk`` (np.array_split's)
-    are accepted.
+    """The notebook's rule for ``decode_incrementally`` (a :attr:`~autograder.grader.spec.Case.calls_check`): it
+    calls ``attend_with_cache`` (by that name) ⌈T / chunk⌉ times; the calls' new tokens are consecutive pieces of
+    ``x`` of at most ``chunk`` tokens, in order (np.array_split's pieces too); the first call gets empty caches
+    and each later one the caches the call before it returned.
 
-    Recomputing attention over the whole prefix for every chunk (with the full-attention functions, or with
-    ``attend_with_cache`` on empty caches) gives the same numbers, so only the calls show that the cache is used.
+    Recomputing attention over the whole prefix for every chunk, with the full-attention functions or with
+    ``attend_with_cache`` on fresh caches, gives the same numbers, so only the calls show that the cache is carried.
     When the first pass stopped early (``finished`` False: an earlier function raised), the calls made must be
-    the first pieces.
+    the first ones. A cache rebuilt from the prefix with the very values the last call returned cannot be told
+    from the one it returned.
     """
     x = case.args[0]
     chunk = case.kwargs.get("chunk", 1)
-    rule = (f"decode_incrementally must pass each token of x to attend_with_cache once, in order, at most "
-            f"chunk = {chunk} at a time (x[start:start + chunk] as x_new), with the caches the previous call "
-            "returned")
-    start = 0
-    for number, (function, args, kwargs) in enumerate((call for call in calls if call[0] == "attend_with_cache"), 1):
-        given = args[0] if args else kwargs.get("x_new")
-        given = np.asarray(given) if isinstance(given, (np.ndarray, list, tuple)) else None
-        if given is None or given.ndim != 2 or given.shape[1] != x.shape[1]:
-            what = "no array" if given is None else f"an array of shape {given.shape}"
-            return f"{rule}; call {number} of attend_with_cache got {what} as x_new"
-        rows = given.shape[0]
+    pieces = -(-x.shape[0] // chunk)
+    rule = (f"decode_incrementally must call attend_with_cache, by that name, once per chunk ({pieces} times "
+            f"here), with x[start:start + chunk] as x_new and the caches the call before returned (empty ones "
+            "first)")
+    attends = [call for call in calls if call["function"] == "attend_with_cache"]
+    start, previous = 0, None
+    for number, call in enumerate(attends, 1):
+        given = [_argument(call, position, name) for position, name in enumerate(("x_new", "K_cache", "V_cache"))]
+        tokens = given[0]
+        if not isinstance(tokens, np.ndarray) or tokens.ndim != 2 or tokens.shape[1] != x.shape[1]:
+            what = "no array" if tokens is None else f"{_described(tokens)}"
+            return f"{rule}; call {number} got {what} as x_new"
+        rows = tokens.shape[0]
         if not (1 <= rows <= chunk and start + rows <= x.shape[0]
-                and np.allclose(given, x[start:start + rows], rtol=0, atol=1e-12)):
-            return (f"{rule}; call {number} of attend_with_cache got {rows} token(s) as x_new, not the next piece "
-                    f"of at most {chunk} after the {start} token(s) already decoded (the same numbers without a "
-                    "cache are not decoding with one)")
+                and np.allclose(tokens, x[start:start + rows], rtol=0, atol=1e-12)):
+            return (f"{rule}; call {number} got {rows} token(s) as x_new, not the next piece of at most {chunk} "
+                    f"after the {start} token(s) before it (the same numbers computed again from the prefix do not "
+                    "show the cache carried)")
+        caches = given[1:]
+        if previous is None:
+            kept = all(isinstance(c, np.ndarray) and c.shape[:1] == (0,) for c in caches)
+        else:
+            kept = previous is _UNRECORDED or all(
+                isinstance(c, np.ndarray) and isinstance(r, np.ndarray) and c.shape == r.shape
+                and np.array_equal(c, r, equal_nan=True) for c, r in zip(caches, previous))
+        if not kept:
+            return (f"{rule}; call {number} got " + ("caches that are not empty" if previous is None else
+                    "caches other than those call " + str(number - 1) + " returned") +
+                    " (a cache rebuilt each time is not carried)")
+        returned = call.get("returned", _UNRECORDED)
+        previous = tuple(returned[1:3]) if isinstance(returned, (tuple, list)) and len(returned) == 3 else _UNRECORDED
         start += rows
-    if finished and start < x.shape[0]:
-        return (f"{rule}; its calls of attend_with_cache passed {start} of the {x.shape[0]} tokens (the same "
-                "numbers without a cache are not decoding with one)")
+    if finished and (start < x.shape[0] or len(attends) != pieces):
+        return (f"{rule}; it called it {len(attends)} time(s) on {start} of the {x.shape[0]} tokens (the same "
+                "numbers computed without attend_with_cache do not show the cache carried)")
     return None
+
+
+_UNRECORDED = object()  # what a call returned was not recorded (over the probe's byte limit, or it raised)
+
+
+def _argument(call: dict, position: int, name: str):
+    """A call's argument by position, else by keyword (None when absent), as an array when it is array-like."""
+    args, kwargs = call["args"], call["kwargs"]
+    value = args[position] if len(args) > position else kwargs.get(name)
+    return np.asarray(value) if isinstance(value, (list, tuple)) else value
+
+
+def _described(value) -> str:
+    return f"an array of shape {value.shape}" if isinstance(value, np.ndarray) else f"a {type(value).__name__}"
 
 
 def _decode_case(rng, description: str, T: int, d_model: int, d_head: int, chunk: int | None) -> Case:
