@@ -363,6 +363,17 @@ KNOWN_MISTAKES = {
         ("Each query distributes its attention over the keys: normalise each row (the last axis, keys), "
          "not each column."),
         (Edit("masked_attention", "masked_softmax(scores, mask)", "masked_softmax(scores, mask, axis=-2)"),)),
+    "mask_transposed_to_fit": Mistake(
+        "a mask of shape (T_k, T_q) transposed to make it fit instead of raising", "test_masked_attention",
+        ("A mask the wrong way round is the caller's bug, and a square mask (T_q = T_k) cannot even be told from a "
+         "right one by its shape: let NumPy's broadcasting raise the ValueError, never transpose or reshape a "
+         "mask to make it fit."),
+        (Edit("masked_attention",
+              "    weights = masked_softmax(scores, mask)\n",
+              "    mask = np.asarray(mask)\n"
+              "    if mask.shape[-2:] != scores.shape[-2:] and mask.shape[-2:] == scores.shape[-2:][::-1]:\n"
+              "        mask = np.swapaxes(mask, -1, -2)\n"
+              "    weights = masked_softmax(scores, mask)\n"),)),
 }
 
 #: The grader's form of the mistakes (edited solution cells): what the spec, the report and the tests read.

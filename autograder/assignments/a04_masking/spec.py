@@ -244,10 +244,10 @@ def _attention_cases(seed: int = 1609):
         Case("heads (B, H, T_q, T_k) = (2, 3, 2, 4) with a mask (B, 1, 1, T_k)", name,
              (rng.normal(0, 1.5, (2, 3, 2, 6)), rng.normal(0, 1.5, (2, 3, 4, 6)), rng.normal(size=(2, 3, 4, 5)),
               heads_mask), outputs=PAIR),
-        # weight 0: broadcasting raises here, right or wrong; reported, not scored
+        # scored: a mask transposed to make it fit (the bank's mask_transposed_to_fit) returns here
         Case("a mask of shape (T_k, T_q), the wrong way round, raises ValueError", name,
              (rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2)), cross_mask.T.copy()),
-             outputs=PAIR, raises="ValueError", weight=0),
+             outputs=PAIR, raises="ValueError"),
     ]
 
 
@@ -273,6 +273,11 @@ def _worked_cases():
              "V = [[1, 0], [0, 1], [5, 5]], mask [[T, T, F], [F, F, F]]", "masked_attention",
              (np.array([[2.0, 0, 0, 0], [1.0, 1, 1, 1]]), np.array([[2.0, 0, 0, 0], [0.0, 0, 0, 0], [0.0, 2, 0, 0]]),
               np.array([[1.0, 0.0], [0.0, 1.0], [5.0, 5.0]]), allowed_first_two), outputs=PAIR),
+        Case("the same Q, keys and V with that mask the wrong way round, shape (3, 2): ValueError",
+             "masked_attention",
+             (np.array([[2.0, 0, 0, 0], [1.0, 1, 1, 1]]), np.array([[2.0, 0, 0, 0], [0.0, 0, 0, 0], [0.0, 2, 0, 0]]),
+              np.array([[1.0, 0.0], [0.0, 1.0], [5.0, 5.0]]), allowed_first_two.T.copy()), outputs=PAIR,
+             raises="ValueError"),
     )
 
 
