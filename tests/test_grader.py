@@ -108,6 +108,8 @@ def test_mistake_loses_points_exactly_where_it_breaks_and_is_named_there(name, k
         if grade_id in mistake.breaks:
             assert result.score < result.points, f"{name}/{key} should lose points in {grade_id}:\n{result.text()}"
             assert key in result.named, f"{name}/{key} should be named in {grade_id}:\n{result.text()}"
+            # another mistake that gives the same result on one case by chance is not named beside it
+            assert result.named == [key], f"{name}/{key} alone should be named in {grade_id}:\n{result.text()}"
             assert not all(result.passed), f"{name}/{key}: a case of {grade_id} fails"
             assert flat(result.text()).count(flat(mistake.hint)) == 1, f"{name}/{key}: the hint once per step"
         else:

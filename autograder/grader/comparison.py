@@ -320,6 +320,7 @@ class _Verdict:
     mistake: tuple[str, Variant] | None = None
     stood_in: frozenset[str] = frozenset()
     unanswered: str | None = None  # "stub": still raises NotImplementedError(); "missing": not defined
+    matched: tuple | None = None  # (the learner's value, the cells it was matched with) when a mistake is named
 
 
 class Grader:
@@ -567,6 +568,7 @@ class Grader:
                               [f"  ✗ no result reached the grader ({why})"], passed=[False] * len(cases))
         verdicts = [self._grade_case(step, index, case, record, identified, second.get(index), never_returned,
                                      failed or {}) for index, (case, record) in enumerate(zip(cases, records))]
+        self._one_name_if_one_explains_all(step, verdicts)
         named, found = [], {}
         for verdict in verdicts:
             if verdict.mistake is not None and verdict.mistake[0] not in named:
@@ -666,7 +668,8 @@ class Grader:
         for key, variant in self._mistakes_of(step):
             output = self.output_of({**base, **variant.cells}, step.grade_id, index)
             if not same(output, expected, case) and looks_like(value, output, case):
-                return _Verdict(False, message, (key, variant), wrong_earlier if own is not None else frozenset())
+                return _Verdict(False, message, (key, variant), wrong_earlier if own is not None else frozenset(),
+                                matched=(value, base))
         if step.diagnose is not None and not isinstance(value, Raised):
             try:
                 with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -678,6 +681,27 @@ class Grader:
                 message += "\n" + "\n".join(f"      {line}" for line in notes)
         unanswered = "stub" if _unanswered(case, value) else None
         return _Verdict(False, message, None, wrong_earlier if own is not None else frozenset(), unanswered)
+
+    def _one_name_if_one_explains_all(self, step: Step, verdicts: list[_Verdict]) -> None:
+        """When the cases name different known mistakes but one of them gives the learner's result on every case
+        where a mistake was named, name that one everywhere: two mistakes can agree by chance on one case (the
+        sorted CDF mapped back to ids and the unnormalised CDF pick the same token for one u), and a learner who
+        made one mistake is told of that one. Mistakes that no single one explains stay named each."""
+        matched = [(index, verdict) for index, verdict in enumerate(verdicts) if verdict.mistake is not None]
+        if step.question is not None or len({verdict.mistake[0] for _, verdict in matched}) < 2:
+            return
+        for key in dict.fromkeys(verdict.mistake[0] for _, verdict in matched):
+            variant = self.assignment.mistakes[key]
+            if all(self._gives(step, index, variant, *verdict.matched) for index, verdict in matched):
+                for _, verdict in matched:
+                    verdict.mistake = (key, variant)
+                return
+
+    def _gives(self, step: Step, index: int, variant: Variant, value, base: Mapping[str, str]) -> bool:
+        """Whether the known mistake ``variant`` (with ``base``'s cells) gives the learner's ``value`` on a case."""
+        case, expected = self.cases[step.grade_id][index], self.expected(step.grade_id, index)
+        output = self.output_of({**base, **variant.cells}, step.grade_id, index)
+        return not same(output, expected, case) and looks_like(value, output, case)
 
     def _wrong_earlier_calls(self, grade_id: str, record: Any) -> set[str]:
         """The earlier functions that, in the first pass, returned something other than the reference (or raised)."""

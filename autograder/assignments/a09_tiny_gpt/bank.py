@@ -401,6 +401,14 @@ KNOWN_MISTAKES = {
         "The rule is the cumulative sum in token-id order 0, 1, … and the token returned is an id. Code written for "
         "top-k or top-p sorts first (and maps back through the sort); here the order is fixed.",
         (Edit(_NT, "cdf = np.cumsum(p)", "cdf = np.cumsum(np.sort(p)[::-1])"),)),
+    "sample_sorted_mapped_back": Mistake(
+        "the CDF over the probabilities sorted from the largest (top-k / top-p code), mapped back to the token id",
+        "test_next_token",
+        "A valid sampler, but not this one: the rule is the cumulative sum in token-id order 0, 1, …, so that the "
+        "same u picks the same token everywhere (the grader, the visual, another learner's code). Do not sort.",
+        (Edit(_NT, "    cdf = np.cumsum(p)\n    return int(min(np.searchsorted(cdf, u, side=\"right\"), len(p) - 1))\n",
+              "    order = np.argsort(-p, kind=\"stable\")\n    cdf = np.cumsum(p[order])\n"
+              "    return int(order[min(np.searchsorted(cdf, u, side=\"right\"), len(p) - 1)])\n"),)),
     "greedy_argmin": Mistake(
         "greedy picks the smallest logit (np.argmin)", "test_next_token",
         "Greedy decoding takes the most likely token: the index of the largest logit.",
@@ -433,7 +441,8 @@ KNOWN_MISTAKES = {
 #: wrong): exactly where it keeps points (tests/test_tiny_gpt_assignment.py checks both ways).
 _EARLIER_OTHERS = {"softmax of logits as large as 1e4", "causal mask, square, T_k omitted (T = 4)"}
 _WITHOUT_CACHE = {"greedy from BOS and a block of 3 repeated once, without the cache"}
-_SAMPLED = {"temperature 0.5, u = 0.95", "temperature 0.8, u = 0.3", "temperature 2.0, u = 0.4"}
+_SAMPLED = {"temperature 0.5, u = 0.95", "temperature 0.8, u = 0.3", "temperature 2.0, u = 0.4",
+            "temperature 1.5, u = 0.6"}
 PASSES = {
     "mask_with_zero": _EARLIER_OTHERS | {"causal mask, 3 queries over 7 keys"},
     "no_max_subtraction": {"attention, 2 heads, 3 queries over 5 keys with the causal mask",
@@ -448,7 +457,8 @@ PASSES = {
     "attn_cache_on_head_axis": {"a full sequence of 8 (causal)"},
     "forward_positions_restart": {"12 tokens from scratch"},
     "forward_caches_not_passed": {"12 tokens from scratch"},
-    "sample_temperature_multiplied": {"greedy"},
+    "sample_temperature_multiplied": {"greedy", "temperature 1.5, u = 0.6"},  # ×1.5 and ÷1.5 pick token 3 there
+    "sample_sorted_mapped_back": {"greedy", "temperature 0.5, u = 0.95", "temperature 0.8, u = 0.3"},
     "sample_unnormalised": {"greedy"},
     "sample_rank_not_id": {"greedy"},
     "greedy_argmin": _SAMPLED,
@@ -587,6 +597,8 @@ def _next_token_cases():
         Case("temperature 0.5, u = 0.95", "next_token", (logits, 0.5, 0.95), **exact),
         Case("temperature 0.8, u = 0.3", "next_token", (logits, 0.8, 0.3), **exact),
         Case("temperature 2.0, u = 0.4", "next_token", (logits, 2.0, 0.4), **exact),
+        # the sorted CDF mapped back to ids differs from every other sampling mistake here (tokens 3, 1, 2, 4)
+        Case("temperature 1.5, u = 0.6", "next_token", (logits, 1.5, 0.6), **exact),
     ]
 
 
