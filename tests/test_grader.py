@@ -456,3 +456,24 @@ def test_a_function_that_raises_on_every_input_earns_nothing_from_its_error_case
         assert reference[grade_id].passed[index], (grade_id, index)
         assert not graded[grade_id].passed[index], (grade_id, index)
         assert f"{function} raises on every valid input too" in flat(graded[grade_id].text())
+
+
+def test_a_function_that_checks_its_input_but_fails_otherwise_on_valid_input_keeps_its_error_cases():
+    """The rule above is about the expected exception: a split_heads whose check raises ValueError on bad input
+    but whose reshape raises TypeError on every valid input (d_model / n_heads, a float) has shown its check."""
+    assignment = ASSIGNMENTS["02_multi_head_attention"]
+    from autograder.grader.answers import source_solutions
+
+    solution = source_solutions(assignment.name, assignment.notebook)
+    cell = next(grade_id for grade_id, source in solution.items() if comparison._defines(source, "split_heads"))
+    buggy = (f"{solution[cell]}\n\ndef split_heads(x, n_heads):\n    if x.shape[-1] % n_heads:\n"
+             "        raise ValueError(f'd_model = {x.shape[-1]} is not divisible by n_heads = {n_heads}')\n"
+             "    return x.reshape(x.shape[0], n_heads, x.shape[-1] / n_heads)\n")
+    graded = grade_answers(assignment, {cell: buggy})
+    grader = comparison.Grader(assignment)
+    error_cases = [(g, i) for g, cases in grader.cases.items() for i, c in enumerate(cases)
+                   if c.function == "split_heads" and c.raises is not None]
+    assert error_cases and all(graded[g].passed[i] for g, i in error_cases)
+    valid = [(g, i) for g, cases in grader.cases.items() for i, c in enumerate(cases)
+             if c.function == "split_heads" and c.raises is None]
+    assert valid and not any(graded[g].passed[i] for g, i in valid)

@@ -24,8 +24,8 @@ the learner's answer variable: its value is read with the question's format and 
 question's answer here; a known wrong answer is named with the misconception it shows.
 
 An exception is never evidence of correctness: only a ``raises`` case is
-answered by an exception, and only for a function that returns a result on
-some valid input (one that raises everywhere has shown no check). The step's score is its points times the weight of
+answered by an exception, and not for a function that raises that exception
+on every valid input too (it has shown no check). The step's score is its points times the weight of
 the cases passed over the weight of all its cases (:attr:`Case.weight`).
 
 Messages show the learner's values and the case's description, never hidden
@@ -535,12 +535,14 @@ class Grader:
         return verdicts
 
     def _never_returned(self, results: Mapping[str, dict | None],
-                        stand_in_results: Mapping[str, Mapping[int, dict]]) -> frozenset[str]:
-        """The functions that raised on every valid input the results hold (cases whose answer is a value, in the
-        first pass or in a stand-in pass), so that their ``raises`` cases earn nothing: a function that always
-        raises ``ValueError`` has not shown that it checks its input. A function none of whose valid cases
-        reached the grader is not among them (no evidence either way)."""
-        returned, tried = set(), set()
+                        stand_in_results: Mapping[str, Mapping[int, dict]]) -> dict[str, frozenset[str]]:
+        """The functions that returned on no valid input the results hold (cases whose answer is a value, in the
+        first pass or in a stand-in pass), each with the exception classes it raised on every one of them. A
+        ``raises`` case of such a function earns nothing when its class is among them: a function that raises
+        ``ValueError`` on everything has not shown that it checks its input (one that raises another exception on
+        valid input and ``ValueError`` on bad input has). A function none of whose valid cases reached the grader
+        is not among them (no evidence either way)."""
+        returned, raised = set(), {}
         for step in self.assignment.steps:
             raw = results.get(step.grade_id)
             records = raw.get("results") if isinstance(raw, dict) else None
@@ -551,14 +553,16 @@ class Grader:
             for index, (case, record) in enumerate(zip(cases, records)):
                 if case.raises is not None:
                     continue
-                tried.add(case.function)
-                if any(isinstance(r, dict) and r.get("status") == "returned" for r in (record, second.get(index))):
+                both = [r for r in (record, second.get(index)) if isinstance(r, dict)]
+                if any(r.get("status") == "returned" for r in both):
                     returned.add(case.function)
-        return frozenset(tried - returned)
+                classes = set().union(*(set(map(str, r.get("mro") or ())) for r in both if r.get("status") == "raised"))
+                raised[case.function] = raised.get(case.function, classes) & classes
+        return {function: frozenset(classes) for function, classes in raised.items() if function not in returned}
 
     def _grade_step(self, step: Step, raw: dict | None, points: float, identified: dict[str, str],
                     missing_reason: str | None, second: Mapping[int, dict],
-                    never_returned: frozenset[str] = frozenset(),
+                    never_returned: Mapping[str, frozenset[str]] | None = None,
                     failed: Mapping[tuple[str, int], Any] | None = None) -> StepResult:
         cases = self.cases[step.grade_id]
         records = (raw or {}).get("results") if isinstance(raw, dict) else None
@@ -599,8 +603,9 @@ class Grader:
                           [v.ok for v in verdicts], unanswered)
 
     def _grade_case(self, step: Step, index: int, case: Case, record: Any, identified: dict[str, str],
-                    second: dict | None, never_returned: frozenset[str] = frozenset(),
+                    second: dict | None, never_returned: Mapping[str, frozenset[str]] | None = None,
                     failed: Mapping[tuple[str, int], Any] | None = None) -> _Verdict:
+        never_returned = never_returned or {}
         if step.question is not None:
             verdict = _grade_answer(step.question, case, record)
             if verdict.mistake is not None:
@@ -614,7 +619,7 @@ class Grader:
             return _unreadable(record, failure)
         try:
             _check(case, got, expected, record, parameters)
-            if case.raises is not None and case.function in never_returned:
+            if case.raises is not None and case.raises in never_returned.get(case.function, ()):
                 return _Verdict(False, f"it raises {case.raises} here, but {case.function} raises on every valid "
                                 "input too, so this does not show that it checks its input: make it return a result "
                                 "first")
