@@ -621,8 +621,8 @@ class Grader:
             _check(case, got, expected, record, parameters)
             if case.raises is not None and case.raises in never_returned.get(case.function, ()):
                 return _Verdict(False, f"it raises {case.raises} here, but {case.function} raises on every valid "
-                                "input too, so this does not show that it checks its input: make it return a result "
-                                "first")
+                                f"input too ({case.raises}), so this does not show that it checks its input: make it "
+                                "return a result first")
             broken = _calls_rule_broken(case, record, finished=True)
             return _Verdict(True) if broken is None else _Verdict(False, broken)
         except CheckFailed as failure:
@@ -757,8 +757,8 @@ def _same_form(got, expected) -> bool:
 
 
 def _calls_rule_broken(case: Case, record: Any, finished: bool) -> str | None:
-    """The message of the case's :attr:`~autograder.grader.spec.Case.calls_check` on the first pass's recorded
-    calls, or None (no rule, or kept). Calls that cannot all be read (over the probe's recording limits, or
+    """The message of the case's :attr:`~autograder.grader.spec.Case.calls_check` on a pass's calls (the first
+    pass's record, or a stand-in pass's trail), or None (no rule, or kept). Calls that cannot all be read (over the probe's recording limits, or
     tampered with) break it: the rule cannot be seen to hold."""
     if case.calls_check is None:
         return None
