@@ -195,3 +195,19 @@ def test_decoding_with_the_cache_keeps_every_case(attend):
             cells = {**cells, "attend_with_cache": UNFINISHED_ATTEND}
         result = grade_answers(ASSIGNMENT, cells)["test_decode_incrementally"]
         assert all(result.passed) and result.score == result.points, result.text()
+
+
+def test_caches_returned_as_lists_and_passed_on_are_carried():
+    """attend_with_cache returning its caches as lists is its own mistake (charged in its step); the decoder that
+    passes on what it was returned carries the cache and keeps its points (a reviewer found it charged twice)."""
+    from autograder.grader.answers import source_solutions
+
+    solution = source_solutions(ASSIGNMENT.name, ASSIGNMENT.notebook)["attend_with_cache"]
+    returns = [line for line in solution.splitlines() if line.strip().startswith("return ")]
+    assert len(returns) == 1
+    listed = solution.replace(returns[0], returns[0].replace("return ", "out, K_all, V_all = ")
+                              + "\n    return out, list(K_all), list(V_all)")
+    graded = grade_answers(ASSIGNMENT, {"attend_with_cache": listed})
+    assert graded["test_attend_with_cache"].score < graded["test_attend_with_cache"].points
+    assert graded["test_decode_incrementally"].score == graded["test_decode_incrementally"].points, \
+        graded["test_decode_incrementally"].text()

@@ -288,3 +288,17 @@ def test_scaling_graded_on_the_learners_own_scores_still_charges_a_wrong_divisor
     assert graded.score == 0 and "your own scale=False scores divided by 8" in " ".join(graded.text().split())
     raising = "def attention_scores(Q, K, scale=True):\n    raise ValueError('no')\n"
     assert grade_answers(a01, {"attention_scores": raising})["test_scaling"].score == 0
+
+
+@pytest.mark.parametrize("body", ["return None", "return np.zeros((0, 0))", "return np.zeros(1)",
+                                  "return np.full((Q.shape[-2], K.shape[-2]), np.nan)", "pass",
+                                  "return np.zeros(Q.shape[:-1] + K.shape[-2:-1])"])
+def test_scores_that_are_not_scores_earn_no_scaling_point(body):
+    """The scaling step's twin relation (scaled = own unscaled ÷ √d_k) holds for None, empty, NaN or zero 'scores'
+    too; they are graded as they are instead (a reviewer found None earned the scaling point)."""
+    from autograder.grader.in_process import grade_answers
+
+    graded = grade_answers(assignments.get("01_scaled_dot_product_attention"),
+                           {"attention_scores": f"def attention_scores(Q, K, scale=True):\n    {body}\n"})
+    assert graded["test_attention_scores"].score == 0 and graded["test_scaling"].score == 0, \
+        graded["test_scaling"].text()

@@ -150,34 +150,29 @@ def test_the_memory_stand_in_gives_every_memory_relevant_answer_the_real_cases_o
     assert outcomes == {key: ("MemoryError",) * 2 if key == "full_score_matrix" else ("equal",) * 2 for key in answers}
 
 
-def test_a_value_mistake_no_bank_entry_names_costs_the_values_step_and_not_the_memory_step():
-    """One charge per mistake for a mistake the bank has no name for: the values step charges it on the memory
-    case's twin (small causal self-attention); the memory case then asks for a finite result of the right shape
-    within the limits. The same answer that also forms the full score matrix still loses the memory point (two
-    mistakes), and a slip the twin does not show excuses nothing."""
+def test_a_result_of_the_right_shape_without_the_work_never_keeps_the_memory_point():
+    """The memory case grades values too (a reviewer showed that excusing unnamed value mistakes there with any
+    finite result of the right shape pays for zeros): zeros, a full-matrix answer that gives up the small causal case
+    and returns zeros past T = 1000, and a 2-D-only answer that returns zeros past T = 1000 all lose it; an unnamed
+    value slip costs it too (open: DESIGN.md), a full score matrix is named."""
     from a07_memory_stand_in import memory_stand_in
     from autograder.grader.in_process import grade_answers
 
     a07 = assignments.get("07_tiled_attention")
     solution = bank.SOLUTION["tiled_attention"]
+    start = "    T_q, T_k, d_v = Q.shape[-2], K.shape[-2], V.shape[-1]\n"
+    zeros = {"tiled_attention": solution.replace(start, start + "    return np.zeros(Q.shape[:-1] + (d_v,))\n")}
+    dodge = {"tiled_attention": solution.replace(
+        start, start + "    if Q.ndim != 2:\n        raise ValueError('2-D only')\n"
+                       "    if T_q > 1000:\n        return np.zeros((T_q, d_v))\n")}
+    sabotage = {"tiled_attention": solution.replace(
+        start, start + "    if T_q in (11, 4000, 20000):\n        return np.zeros((T_q, d_v))\n")}
     unnamed = {"tiled_attention": solution.replace("output[..., qs:qs + n, :] = acc / l",
                                                    "output[..., qs:qs + n, :] = acc / l * 1.001")}
-    assert unnamed["tiled_attention"] != solution
-    both = {"tiled_attention": unnamed["tiled_attention"].replace(
-        "    return output\n", "    np.ones(Q.shape[:-1] + K.shape[-2:-1])\n    return output\n")}
+    for cells in (zeros, dodge, sabotage, unnamed):
+        assert cells["tiled_attention"] != solution
     with memory_stand_in():
-        graded = grade_answers(a07, unnamed)
-        assert graded["test_tiled_attention"].score == 0 and not graded["test_tiled_attention"].named
-        memory = graded["test_tiled_attention_memory"]
-        assert memory.score == memory.points
-        assert "right given your own tiled_attention result" in " ".join(memory.text().split())
-        assert grade_answers(a07, both)["test_tiled_attention_memory"].score == 0
-        # a slip that the twin (the small causal case) does not show is no excuse: 2-D only, and zeros past T = 1000
-        dodge = {"tiled_attention": solution.replace(
-            "    T_q, T_k, d_v = Q.shape[-2], K.shape[-2], V.shape[-1]\n",
-            "    T_q, T_k, d_v = Q.shape[-2], K.shape[-2], V.shape[-1]\n"
-            "    if Q.ndim != 2:\n        raise ValueError('2-D only')\n"
-            "    if T_q > 1000:\n        return np.zeros((T_q, d_v))\n")}
-        graded = grade_answers(a07, dodge)
-        assert 0 < graded["test_tiled_attention"].score < graded["test_tiled_attention"].points
-        assert graded["test_tiled_attention_memory"].score == 0, graded["test_tiled_attention_memory"].text()
+        for cells in (zeros, dodge, sabotage, unnamed):
+            graded = grade_answers(a07, cells)
+            assert graded["test_tiled_attention"].score < graded["test_tiled_attention"].points
+            assert graded["test_tiled_attention_memory"].score == 0, graded["test_tiled_attention_memory"].text()

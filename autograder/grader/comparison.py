@@ -668,7 +668,7 @@ class Grader:
             if given_twin is None:
                 return _Verdict(True, f"right given your own {case.function} result on the same kind of input in "
                                       "an earlier step, whose mistake is counted there")
-            message = given_twin
+            message = given_twin or message  # "": nothing to grade it on, the case's own message stands
         base = {} if own is not None else earlier
         for key, variant in self._mistakes_of(step):
             output = self.output_of({**base, **variant.cells}, step.grade_id, index)
@@ -731,29 +731,6 @@ class Grader:
     def _mistakes_of(self, step: Step) -> list[tuple[str, Variant]]:
         """The known mistakes charged in this step (other functions' mistakes never excuse a result here)."""
         return [(key, variant) for key, variant in self.assignment.mistakes.items() if step.grade_id in variant.breaks]
-
-
-def finite_of_the_right_form(case: Case, got, twin, expected) -> str | None:
-    """A :attr:`~autograder.grader.spec.Case.given_twin` for a case of memory or time: a finite result of the
-    reference's form (its values are graded in the twin's step)."""
-    if not _same_form(got, expected):
-        return f"the result should be an array of shape {expected.shape}, but it is {_what(got)}"
-    if isinstance(got, np.ndarray) and got.dtype.kind in "fc" and not np.all(np.isfinite(got)):
-        return "the result has NaN or infinite values"
-    return None
-
-
-def _same_form(got, expected) -> bool:
-    """Whether a returned result has the reference's form: the same containers and lengths, and arrays of the same
-    shape and dtype kind (its values aside)."""
-    if isinstance(got, Raised) or isinstance(got, wire.Unsupported):
-        return False
-    if isinstance(expected, (tuple, list)):
-        return isinstance(got, (tuple, list)) and len(got) == len(expected) and \
-            all(_same_form(a, b) for a, b in zip(got, expected))
-    if isinstance(expected, np.ndarray):
-        return isinstance(got, np.ndarray) and got.shape == expected.shape and got.dtype.kind == expected.dtype.kind
-    return is_number(as_number(got)) == is_number(as_number(expected))
 
 
 def _calls_rule_broken(case: Case, record: Any, finished: bool) -> str | None:

@@ -130,10 +130,13 @@ def _score_cases(seed: int = 2017):
 
 def scaled_like_its_twin(case: Case, got, twin, expected) -> str | None:
     """The scaling step given the learner's own unscaled scores on the same Q and K (its twin in the scores step,
-    :attr:`Case.twin`): those divided by √d_k, whatever they are (a mistake in them is charged there)."""
+    :attr:`Case.twin`): those divided by √d_k, whatever they are (a mistake in them is charged there). Only real
+    scores count: finite numbers, as many as the right scores, not all zero (None, an empty array or zeros
+    divide into themselves and would earn the point for nothing)."""
     d_k = case.args[0].shape[-1]
-    if not (isinstance(got, np.ndarray) and isinstance(twin, np.ndarray)):
-        return None if got is twin else "the scale=True result is not an array of scores"
+    real = [isinstance(a, np.ndarray) and a.dtype.kind in "fiuc" and a.size == expected.size for a in (got, twin)]
+    if not all(real) or not np.all(np.isfinite(twin)) or not np.any(np.abs(twin) > 1e-9):
+        return ""  # no scores to scale (None, empty, NaN or zeros): graded as it is, with its own message
     if got.shape != twin.shape:
         return (f"with scale=True the scores have shape {got.shape}, with scale=False {twin.shape}: scaling must "
                 "not change the shape")

@@ -260,7 +260,9 @@ def decodes_chunk_by_chunk(case: Case, calls: list, finished: bool) -> str | Non
                     "caches other than those call " + str(number - 1) + " returned") +
                     " (a cache rebuilt each time is not carried)")
         returned = call.get("returned", _UNRECORDED)
-        previous = tuple(returned[1:3]) if isinstance(returned, (tuple, list)) and len(returned) == 3 else _UNRECORDED
+        # as arrays, as the next call's arguments are read: caches returned as lists and passed on are carried too
+        previous = tuple(np.asarray(r) if isinstance(r, (list, tuple)) else r for r in returned[1:3]) \
+            if isinstance(returned, (tuple, list)) and len(returned) == 3 else _UNRECORDED
         start += rows
     if finished and (start < x.shape[0] or len(attends) != pieces):
         return (f"{rule}; it called it {len(attends)} time(s) on {start} of the {x.shape[0]} tokens (the same "

@@ -22,7 +22,6 @@ import numpy as np
 
 from attention_lab.core import values as wire
 from autograder.grader.bank import Edit, Mistake, source_solution, variants
-from autograder.grader.comparison import finite_of_the_right_form
 from autograder.grader.spec import Case, Variant
 
 from . import reference as ref
@@ -589,10 +588,6 @@ def _tiled_cases():
 #: 25× the reference, while a per-row Python loop (minutes) still runs out. The cell has no per-cell wall-clock
 #: limit of its own (c.Execute.timeout); the notebook's (c.SandboxedExecute.wall_clock_limit = 120 s) applies.
 MEMORY_CASE_SECONDS = 60.0
-#: The memory case's twin (Case.twin): the values step's small causal self-attention (T = 11, ragged tiles). A learner
-#: who fails it has a value mistake charged there; the memory case then asks for a finite result of the right shape
-#: within its limits (one charge, also for a mistake no entry here names), never for one that passes the twin.
-MEMORY_TWIN = {"twin": ("test_tiled_attention", 1), "given_twin": finite_of_the_right_form}
 
 
 def memory_case() -> Case:
@@ -604,7 +599,7 @@ def memory_case() -> Case:
     return Case(f"causal, T = {spec['T']} (its T × T scores would need 3.2 GB) in tiles of {spec['block_q']} × "
                 f"{spec['block_k']}", "tiled_attention", (Q, K, V, spec["block_q"], spec["block_k"], spec["causal"]),
                 outputs=("the output",), rtol=0.0, atol=1e-12, seconds=MEMORY_CASE_SECONDS, cpu_time=True,
-                memory_limit=ref.SANDBOX_MEMORY_LIMIT, **MEMORY_TWIN)
+                memory_limit=ref.SANDBOX_MEMORY_LIMIT)
 
 
 #: A small model of :func:`memory_case` for tests that grade whole answers in-process many times over (every
@@ -626,8 +621,7 @@ def memory_stand_in_case() -> Case:
     return Case(f"causal, T = {spec['T']} (its T × T scores would need 128 MB) in tiles of "
                 f"{spec['block_q']} × {spec['block_k']}", "tiled_attention",
                 (Q, K, V, spec["block_q"], spec["block_k"], spec["causal"]), outputs=("the output",), rtol=0.0,
-                atol=1e-12, seconds=MEMORY_CASE_SECONDS, cpu_time=True, memory_limit=spec["memory_limit"],
-                **MEMORY_TWIN)
+                atol=1e-12, seconds=MEMORY_CASE_SECONDS, cpu_time=True, memory_limit=spec["memory_limit"])
 
 
 def hidden_cases(include_memory_case: bool = True) -> dict[str, list[Case]]:

@@ -11,8 +11,8 @@ has its own time budget (``Case.seconds``, 60 s of the kernel's CPU time, ``Case
 machine cannot make a correct answer run out of time) and the sandbox's memory limit (``Case.memory_limit``,
 2 GiB), so trusted code runs on it under that limit too and a learner who forms the T × T matrix gets
 the MemoryError named as the known mistake ``full_score_matrix``. Its values are graded in step 3:
-the step is ``values_graded_earlier``, so a value mistake already charged there (named or not) is not
-charged again.
+the step is ``values_graded_earlier``, so a value mistake already named there is not charged again (one
+no bank entry names is: see DESIGN.md).
 Two questions (1 point each) and a written answer (0 points, graded by hand) follow, as in assignments 1–6.
 """
 
