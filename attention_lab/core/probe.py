@@ -265,7 +265,8 @@ def call_case(namespace: dict, case: dict, earlier=(), stand_ins: dict | None = 
         value). Each also has ``"calls"`` (the recorded calls of earlier functions: in the first pass
         every call, with ``"returned"`` or ``"raised"``; in a later pass the calls without a value) and
         ``"calls_dropped"`` (calls over the recording limits); a later pass's also ``"answered"`` (the
-        digests of the calls a stand-in answered, in order) and ``"answered_dropped"``. Values are encoded with :mod:`attention_lab.core.values`.
+        digests of the calls a stand-in answered, in order) and ``"answered_dropped"``. Values are encoded with
+        :mod:`attention_lab.core.values`.
     """
     if case.get("reads"):
         return read_answer(namespace, case)

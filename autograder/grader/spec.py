@@ -125,16 +125,17 @@ class Case:
         cache). ``calls`` are the deciding pass's calls in order, each a dict of ``function``, ``args`` and
         ``kwargs`` decoded, and ``returned`` when what it returned was recorded (the learner's function's value
         in the first pass, the stand-in's in a later one); ``finished`` is False when the first pass raised, so
-        that ``calls`` may stop early. A right result
-        whose calls break the rule scores nothing on the case, with the message.
+        that ``calls`` may stop early. A right result whose calls break the rule scores nothing on the case,
+        with the message.
     twin, given_twin : optional
         ``twin`` is ``(grade_id, index)`` of an earlier step's case that grades the values of the same kind of
-        call (assignment 1's scores without scaling on the same Q and K; assignment 7's small causal
-        self-attention). When the learner fails the twin, its value mistake is charged there, and this case
-        is graded on what it is for, given the learner's own value: ``given_twin(case, result, twin_result,
-        expected)`` returns None when the result is right given the twin's (scaled by the same 1/√d_k; a finite result
-        of the right shape within the memory limit), else the message. One mistake, one charge, also for a
-        mistake no bank entry names.
+        call (assignment 1's scores without scaling on the same Q and K). When the learner fails the twin, its
+        value mistake is charged there, and this case is graded on what it is for, given the learner's own value:
+        ``given_twin(case, result, twin_result, expected)`` returns None when the result is right given the
+        twin's (assignment 1: the learner's own scores ÷ √d_k), a message when it is not, and ``""`` when the
+        twin's result cannot be graded on (not real scores), which leaves the case's own message. One mistake,
+        one charge, also for a mistake no bank entry names. A twin must not make a result that did no work pass:
+        assignment 7's memory case has none (any finite result of the right shape would earn it).
     """
 
     description: str
