@@ -12,7 +12,8 @@ scripts point to those neutral paths, and the files through which an editable
 install finds its source (``__editable__*``, ``direct_url.json``, path lines of
 ``.pth`` files) are emptied; the packages the grader hides (``autograder``) are
 left out. The image is built once per environment (its fingerprint changes
-when packages are installed) and shared by every kernel.
+when packages are installed) and shared by every kernel; an image whose
+environment has been deleted is removed when the next image is built.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import atexit
 import functools
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -31,6 +33,9 @@ from pathlib import Path
 INSIDE_PYTHON = Path("/opt/python")
 INSIDE_VENV = Path("/opt/venv")
 INSIDE_PACKAGES = Path("/opt/packages")
+#: In an image's folder, beside the trees that are mounted (so never inside the sandbox): the host directories it
+#: copies, for :func:`_prune`.
+SOURCES = "sources.json"
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,7 @@ def _build(target: Path, prefixes: list[tuple[Path, Path]], hidden: tuple[str, .
             _replace(work / names[INSIDE_VENV] / "pyvenv.cfg",
                      f"home = {home / 'bin'}\ninclude-system-site-packages = false\n"
                      + (f"version = {version.group(1)}\n" if version else ""))
+        (work / SOURCES).write_text(json.dumps({"prefixes": [str(host) for host, _ in prefixes]}))
         os.chmod(work, 0o755)
         try:
             work.rename(target)
@@ -140,6 +146,23 @@ def _build(target: Path, prefixes: list[tuple[Path, Path]], hidden: tuple[str, .
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
+
+
+def _prune(root: Path) -> None:
+    """Remove the images in ``root`` whose environment is gone.
+
+    An image is a tree of hard links into its environment, so it keeps the environment's files on disk after the
+    environment is deleted: every fresh clone's ``.venv`` that ran the test suite and was removed left one behind
+    (a machine that did so for two days held 43 GiB of them in /tmp). An image whose environment still exists is
+    kept, even if it is out of date: a running grader may still mount it.
+    """
+    for image in root.iterdir():
+        try:
+            prefixes = json.loads((image / SOURCES).read_text())["prefixes"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # being built, not an image, or one from before the record was written: left alone
+        if not all(Path(prefix).is_dir() for prefix in prefixes):
+            shutil.rmtree(image, ignore_errors=True)
 
 
 def _own_directory(path: Path) -> bool:
@@ -200,6 +223,7 @@ def python_image(python: str, prefix: str, base_prefix: str, hidden: tuple[str, 
     target = image_root() / _fingerprint([host for host, _ in prefixes], hidden)
     if not target.is_dir():
         _build(target, prefixes, hidden, base, venv)
+        _prune(target.parent)
     mapping = [(host, inside) for host, inside in prefixes]
     # the interpreter as the kernel's command names it: the venv's bin/python keeps sys.prefix at the venv
     host_python = Path(python).absolute()
