@@ -409,6 +409,22 @@ KNOWN_MISTAKES = {
         (Edit(_NT, "    cdf = np.cumsum(p)\n    return int(min(np.searchsorted(cdf, u, side=\"right\"), len(p) - 1))\n",
               "    order = np.argsort(-p, kind=\"stable\")\n    cdf = np.cumsum(p[order])\n"
               "    return int(order[min(np.searchsorted(cdf, u, side=\"right\"), len(p) - 1)])\n"),)),
+    "sample_argmax_without_guard": Mistake(
+        "the first index with u < cdf by np.argmax, without the rule for u ≥ the CDF's last entry: token 0 when "
+        "rounding leaves the cumulative sum just below 1", "test_next_token",
+        "np.argmax of an all-False comparison is 0. Rounding can end the cumulative sum just below 1 (ten "
+        "probabilities of 0.1 add up to 0.9999999999999999), and u can be as large as that: then no entry is above "
+        "u and the rule says the last token.",
+        (Edit(_NT, 'return int(min(np.searchsorted(cdf, u, side="right"), len(p) - 1))',
+              "return int(np.argmax(cdf > u))"),)),
+    "sample_index_past_the_end": Mistake(
+        "np.searchsorted without the rule for u ≥ the CDF's last entry: index V, past the last token, when rounding "
+        "leaves the cumulative sum just below 1", "test_next_token",
+        "np.searchsorted returns len(cdf) when u is not below any entry. Rounding can end the cumulative sum just "
+        "below 1 (ten probabilities of 0.1 add up to 0.9999999999999999), and u can be as large as that: then the "
+        "rule says the last token, V − 1.",
+        (Edit(_NT, 'return int(min(np.searchsorted(cdf, u, side="right"), len(p) - 1))',
+              'return int(np.searchsorted(cdf, u, side="right"))'),)),
     "greedy_argmin": Mistake(
         "greedy picks the smallest logit (np.argmin)", "test_next_token",
         "Greedy decoding takes the most likely token: the index of the largest logit.",
@@ -443,6 +459,7 @@ _EARLIER_OTHERS = {"softmax of logits as large as 1e4", "causal mask, square, T_
 _WITHOUT_CACHE = {"greedy from BOS and a block of 3 repeated once, without the cache"}
 _SAMPLED = {"temperature 0.5, u = 0.95", "temperature 0.8, u = 0.3", "temperature 2.0, u = 0.4",
             "temperature 1.5, u = 0.6"}
+_ROUNDED = "logits [0, 2, 0, 0], temperature 1, u = the largest float below 1, which the CDF's last entry is not above"
 PASSES = {
     "mask_with_zero": _EARLIER_OTHERS | {"causal mask, 3 queries over 7 keys"},
     "no_max_subtraction": {"attention, 2 heads, 3 queries over 5 keys with the causal mask",
@@ -457,11 +474,14 @@ PASSES = {
     "attn_cache_on_head_axis": {"a full sequence of 8 (causal)"},
     "forward_positions_restart": {"12 tokens from scratch"},
     "forward_caches_not_passed": {"12 tokens from scratch"},
-    "sample_temperature_multiplied": {"greedy", "temperature 1.5, u = 0.6"},  # ×1.5 and ÷1.5 pick token 3 there
-    "sample_sorted_mapped_back": {"greedy", "temperature 0.5, u = 0.95", "temperature 0.8, u = 0.3"},
+    # ×1.5 and ÷1.5 pick token 3 there; ×1 and ÷1 agree; the sorted CDFs end below u too, which gives token 3
+    "sample_temperature_multiplied": {"greedy", "temperature 1.5, u = 0.6", _ROUNDED},
+    "sample_sorted_mapped_back": {"greedy", "temperature 0.5, u = 0.95", "temperature 0.8, u = 0.3", _ROUNDED},
     "sample_unnormalised": {"greedy"},
-    "sample_rank_not_id": {"greedy"},
-    "greedy_argmin": _SAMPLED,
+    "sample_rank_not_id": {"greedy", _ROUNDED},
+    "sample_argmax_without_guard": {"greedy"} | _SAMPLED,  # wrong only where no entry of the CDF is above u
+    "sample_index_past_the_end": {"greedy"} | _SAMPLED,
+    "greedy_argmin": _SAMPLED | {_ROUNDED},
     "generate_cache_not_kept": _WITHOUT_CACHE,
     "generate_feeds_everything": _WITHOUT_CACHE,
     "generate_first_row": {"sampled at temperature 1.5 from BOS and two tokens, with the cache"},
@@ -599,6 +619,10 @@ def _next_token_cases():
         Case("temperature 2.0, u = 0.4", "next_token", (logits, 2.0, 0.4), **exact),
         # the sorted CDF mapped back to ids differs from every other sampling mistake here (tokens 3, 1, 2, 4)
         Case("temperature 1.5, u = 0.6", "next_token", (logits, 1.5, 0.6), **exact),
+        # the notebook's rule for u ≥ c_{V−1}: this CDF ends at 0.9999999999999997 (three floats below 1), so no
+        # entry is above u and the token is the last one, 3; np.argmax of the comparison gives 0, np.searchsorted
+        # alone 4, the unnormalised CDF 1
+        Case(_ROUNDED, "next_token", (np.array([0.0, 2.0, 0.0, 0.0]), 1.0, float(np.nextafter(1.0, 0.0))), **exact),
     ]
 
 

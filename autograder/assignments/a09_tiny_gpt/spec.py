@@ -169,6 +169,9 @@ def _worked_cases():
              (np.log(np.array([1.0, 2.0, 3.0])), 1.0, 0.4), outputs=("the token",), **exact),
         Case("logits [0, ln 2, ln 3], temperature 0.5, u = 0.1", "next_token",
              (np.log(np.array([1.0, 2.0, 3.0])), 0.5, 0.1), outputs=("the token",), **exact),
+        Case("ten equal logits, temperature 1, u = 0.9999999999999999 (the largest float below 1): the CDF ends at "
+             "that value too (ten times 0.1, rounded), no entry is above u, so the last token", "next_token",
+             (np.zeros(10), 1.0, float(np.nextafter(1.0, 0.0))), outputs=("the token",), **exact),
         Case("the tiny model, greedy, prompt [0, 1], 3 new tokens, with the cache", "generate",
              (params, config, [0, 1], 3), outputs=("the tokens",), **exact),
         Case("the tiny model, sampled at temperature 1, u = [0.05, 0.5, 0.95], without the cache", "generate",
