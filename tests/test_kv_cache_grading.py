@@ -182,7 +182,7 @@ def test_decoding_without_the_cache_gets_only_the_cases_where_it_is_the_same_as_
     cells = {"decode_incrementally": source, **({"attend_with_cache": UNFINISHED_ATTEND} if attend != "own" else {})}
     result = grade_answers(ASSIGNMENT, cells)["test_decode_incrementally"]
     assert [index for index, passed in enumerate(result.passed) if passed] == kept, result.text()
-    assert "must call attend_with_cache, by that name, once per chunk" in " ".join(result.text().split())
+    assert "must call your attend_with_cache once per chunk" in " ".join(result.text().split())
 
 
 @pytest.mark.parametrize("attend", ["own", "unfinished"])
@@ -211,3 +211,44 @@ def test_caches_returned_as_lists_and_passed_on_are_carried():
     assert graded["test_attend_with_cache"].score < graded["test_attend_with_cache"].points
     assert graded["test_decode_incrementally"].score == graded["test_decode_incrementally"].points, \
         graded["test_decode_incrementally"].text()
+
+
+#: decode_incrementally calling attend_with_cache through a name bound elsewhere: a default argument, a global alias
+DECODE_THROUGH = {
+    "a default argument": '''
+def decode_incrementally(x, W_q, W_k, W_v, chunk=1, step=attend_with_cache):
+    d_head = W_k.shape[1]
+    K_cache, V_cache = np.zeros((0, d_head)), np.zeros((0, d_head))
+    outputs = []
+    for start in range(0, x.shape[0], chunk):
+        out_new, K_cache, V_cache = step(x[start:start + chunk], K_cache, V_cache, W_q, W_k, W_v)
+        outputs.append(out_new)
+    return np.concatenate(outputs)
+''',
+    "a global alias": '''
+attend = attend_with_cache
+
+def decode_incrementally(x, W_q, W_k, W_v, chunk=1):
+    d_head = W_k.shape[1]
+    K_cache, V_cache = np.zeros((0, d_head)), np.zeros((0, d_head))
+    outputs = []
+    for start in range(0, x.shape[0], chunk):
+        out_new, K_cache, V_cache = attend(x[start:start + chunk], K_cache, V_cache, W_q, W_k, W_v)
+        outputs.append(out_new)
+    return np.concatenate(outputs)
+''',
+}
+
+
+@pytest.mark.parametrize("how", sorted(DECODE_THROUGH))
+def test_attend_with_cache_called_under_another_name_is_seen_and_stood_in_for(how):
+    """The decode rule counts calls of attend_with_cache; a call through a default argument or an
+    alias of the same function is that call (it used to score 0, the calls unseen), and a mistake of
+    attend_with_cache costs points in its own step only (a stand-in answers the alias too)."""
+    cells = {"decode_incrementally": DECODE_THROUGH[how]}
+    results = grade_answers(ASSIGNMENT, cells)
+    assert all(r.score == r.points for r in results.values()), [r.text() for r in results.values()
+                                                                  if r.score < r.points]
+    wrong = {**cells, **ASSIGNMENT.mistakes["unscaled_scores"].cells}
+    charged = {g: r for g, r in grade_answers(ASSIGNMENT, wrong).items() if r.score < r.points}
+    assert set(charged) == {"test_attend_with_cache"} and charged["test_attend_with_cache"].named == ["unscaled_scores"]

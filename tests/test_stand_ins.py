@@ -253,6 +253,32 @@ def test_the_first_pass_records_only_the_graded_functions_own_calls_and_restores
     assert namespace == before
 
 
+def test_an_earlier_function_under_another_name_a_default_or_a_closure_is_recorded_and_put_back():
+    """Calls through an alias (``attend = attend_with_cache``), a default argument or a closure cell used to bypass
+    the wrappers: not recorded (a05's decode rule then saw no call) and never answered by a stand-in (an earlier
+    mistake cost the later step too)."""
+    namespace = _namespace()
+    exec("alias = outer\n"
+         "def by_default(x, f=outer, *, g=inner):\n    return f(x) + g(x)\n"
+         "def make(f):\n    def closed(x):\n        return f(x)\n    return closed\n"
+         "by_closure = make(inner)\n"
+         "def later(x):\n    return alias(x) + by_default(x) + by_closure(x)\n", namespace)
+    before = dict(namespace)
+    defaults, kwdefaults = namespace["by_default"].__defaults__, namespace["by_default"].__kwdefaults__
+    cell = namespace["by_closure"].__closure__[0]
+    record = probe.call_case(namespace, _case(np.zeros(2)), earlier=["inner", "outer"])
+    assert [call["function"] for call in record["calls"]] == ["outer", "outer", "inner", "inner"]
+    assert wire.decode(record["value"]).tolist() == [2.0 + 2.0 + 1.0 + 1.0] * 2
+    assert namespace == before and namespace["alias"] is namespace["outer"]
+    assert namespace["by_default"].__defaults__ == defaults and namespace["by_default"].__kwdefaults__ == kwdefaults
+    assert cell.cell_contents is namespace["inner"]
+    answers = {probe.call_digest(c["function"], c["args"], c["kwargs"]): {"value": wire.encode(np.full(2, 10.0))}
+               for c in record["calls"]}
+    answered = probe.call_case(namespace, _case(np.zeros(2)), earlier=["inner", "outer"], stand_ins=answers)
+    assert answered["status"] == "returned" and wire.decode(answered["value"]).tolist() == [40.0, 40.0]
+    assert namespace == before
+
+
 def test_a_stand_in_answers_with_a_fresh_copy_and_stops_at_arguments_it_has_no_value_for():
     namespace = _namespace()
     first = probe.call_case(namespace, _case(np.zeros(2)), earlier=["inner", "outer"])

@@ -16,7 +16,11 @@ forbid them).
 
 Earlier course functions: a request names the functions graded in earlier
 steps (``"earlier"``). While a case runs, those names in the notebook's
-namespace are replaced by wrappers:
+namespace are replaced by wrappers, and so is each other reference to the same
+function objects that the notebook's code can reach: another global name
+(``attend = attend_with_cache``), a default argument or a closure cell of a
+function defined in the notebook (otherwise such a call would bypass the
+stand-in and a mistake of the earlier function would cost points twice):
 
 * in the **first pass** (no ``"stand_ins"`` in the request) a wrapper records
   the arguments of each call the graded function makes (and what the learner's
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import builtins
 import traceback
+import types
 from typing import Any
 
 import numpy as np
@@ -143,12 +148,53 @@ class _EarlierFunctions:
 
     def __enter__(self):
         missing = object()
+        wrappers: dict[int, tuple[Any, Any]] = {}  # id of an earlier function → (that function, its wrapper)
         for name in self.names:
             self._saved[name] = self.namespace.get(name, missing)
             original = self._saved[name]
             self.namespace[name] = self._wrapper(name, original if callable(original) else None)
+            if callable(original):
+                wrappers.setdefault(id(original), (original, self.namespace[name]))
         self._missing = missing
+        self._aliases = self._wrap_aliases(wrappers)
         return self
+
+    def _wrap_aliases(self, wrappers: dict) -> list:
+        """Put the wrappers wherever else the notebook's code holds an earlier function: under another global
+        name, as a default argument or in a closure cell of a function defined in the notebook. Returns what to
+        put back."""
+        def wrapper_of(value):
+            hit = wrappers.get(id(value))
+            return hit[1] if hit is not None and hit[0] is value else None
+
+        undo = []
+        if not wrappers:
+            return undo
+        for key, value in list(self.namespace.items()):
+            if key in self.names:
+                continue
+            wrapper = wrapper_of(value)
+            if wrapper is not None:
+                undo.append(("global", key, value))
+                self.namespace[key] = wrapper
+            elif type(value) is types.FunctionType and value.__globals__ is self.namespace:
+                defaults = value.__defaults__ or ()
+                if any(wrapper_of(d) is not None for d in defaults):
+                    undo.append(("defaults", value, defaults))
+                    value.__defaults__ = tuple(wrapper_of(d) or d for d in defaults)
+                keywords = value.__kwdefaults__ or {}
+                if any(wrapper_of(d) is not None for d in keywords.values()):
+                    undo.append(("kwdefaults", value, dict(keywords)))
+                    value.__kwdefaults__ = {k: wrapper_of(d) or d for k, d in keywords.items()}
+                for cell in value.__closure__ or ():
+                    try:
+                        wrapper = wrapper_of(cell.cell_contents)
+                    except ValueError:  # an empty cell
+                        continue
+                    if wrapper is not None:
+                        undo.append(("cell", cell, cell.cell_contents))
+                        cell.cell_contents = wrapper
+        return undo
 
     def __exit__(self, *exc):
         for name, original in self._saved.items():
@@ -156,6 +202,15 @@ class _EarlierFunctions:
                 self.namespace.pop(name, None)
             else:
                 self.namespace[name] = original
+        for kind, where, value in reversed(self._aliases):
+            if kind == "global":
+                self.namespace[where] = value
+            elif kind == "defaults":
+                where.__defaults__ = value
+            elif kind == "kwdefaults":
+                where.__kwdefaults__ = value
+            else:
+                where.cell_contents = value
         return False
 
     def _record(self, call: dict) -> dict | None:

@@ -218,9 +218,10 @@ def _attend_cases(seed: int = 5002):
 
 def decodes_chunk_by_chunk(case: Case, calls: list, finished: bool) -> str | None:
     """The notebook's rule for ``decode_incrementally`` (a :attr:`~autograder.grader.spec.Case.calls_check`): it
-    calls ``attend_with_cache`` (by that name) ⌈T / chunk⌉ times; the calls' new tokens are consecutive pieces of
-    ``x`` of at most ``chunk`` tokens, in order (np.array_split's pieces too); the first call gets empty caches
-    and each later one the caches the call before it returned.
+    calls ``attend_with_cache`` (the notebook's function, by its name or through an alias, a default argument or
+    a closure) ⌈T / chunk⌉ times; the calls' new tokens are consecutive pieces of ``x`` of at most ``chunk``
+    tokens, in order (np.array_split's pieces too); the first call gets empty caches and each later one the caches
+    the call before it returned.
 
     Recomputing attention over the whole prefix for every chunk, with the full-attention functions or with
     ``attend_with_cache`` on fresh caches, gives the same numbers, so only the calls show that the cache is carried.
@@ -231,7 +232,7 @@ def decodes_chunk_by_chunk(case: Case, calls: list, finished: bool) -> str | Non
     x = case.args[0]
     chunk = case.kwargs.get("chunk", 1)
     pieces = -(-x.shape[0] // chunk)
-    rule = (f"decode_incrementally must call attend_with_cache, by that name, once per chunk ({pieces} times "
+    rule = (f"decode_incrementally must call your attend_with_cache once per chunk ({pieces} times "
             f"here), with x[start:start + chunk] as x_new and the caches the call before returned (empty ones "
             "first)")
     attends = [call for call in calls if call["function"] == "attend_with_cache"]
