@@ -181,13 +181,23 @@ def test_an_unfinished_earlier_function_is_stood_in_for_and_its_own_step_says_no
 
 
 def test_an_earlier_function_that_a_later_one_cannot_call_is_named_there_without_an_empty_message():
-    # the later function keeps its own copy of softmax (a default argument): no stand-in can answer it
+    # the later function keeps softmax in a dict, where no stand-in reaches it
     cells = {"softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()",
-             "scaled_dot_product_attention": A1_SDPA.replace("(Q, K, V, mask=None, scale=True)",
-                                                             "(Q, K, V, mask=None, scale=True, softmax=softmax)")}
+             "scaled_dot_product_attention": "HELD = {'softmax': softmax}\n" + A1_SDPA.replace(
+                 "weights = softmax(", "weights = HELD['softmax'](")}
     text = grades(cells)["test_scaled_dot_product_attention"].text()
     assert "softmax, another function of this notebook that it calls, is not answered yet: finish it first" in flat(text)
     assert ": —" not in text and "NotImplementedError: " not in text and not re.search(r": *$", text, re.M)
+
+
+def test_an_earlier_function_held_as_a_default_argument_is_answered_by_its_stand_in():
+    # a default argument holds the same function object: the probe puts the stand-in there too (it used to
+    # bypass it, and the unfinished softmax cost attention its points as well)
+    cells = {"softmax": "def softmax(x, axis=-1):\n    raise NotImplementedError()",
+             "scaled_dot_product_attention": A1_SDPA.replace("(Q, K, V, mask=None, scale=True)",
+                                                             "(Q, K, V, mask=None, scale=True, softmax=softmax)")}
+    result = grades(cells)["test_scaled_dot_product_attention"]
+    assert result.score == result.points, result.text()
 
 
 # ---- forgiveness only for a mistake the learner made ------------------------------------------------
