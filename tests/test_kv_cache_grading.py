@@ -214,8 +214,7 @@ def test_caches_returned_as_lists_and_passed_on_are_carried():
 
 
 #: decode_incrementally calling attend_with_cache through a name bound elsewhere: a default argument, a global alias
-DECODE_THROUGH = {
-    "a default argument": '''
+_THROUGH_DEFAULT = '''
 def decode_incrementally(x, W_q, W_k, W_v, chunk=1, step=attend_with_cache):
     d_head = W_k.shape[1]
     K_cache, V_cache = np.zeros((0, d_head)), np.zeros((0, d_head))
@@ -224,19 +223,10 @@ def decode_incrementally(x, W_q, W_k, W_v, chunk=1, step=attend_with_cache):
         out_new, K_cache, V_cache = step(x[start:start + chunk], K_cache, V_cache, W_q, W_k, W_v)
         outputs.append(out_new)
     return np.concatenate(outputs)
-''',
-    "a global alias": '''
-attend = attend_with_cache
-
-def decode_incrementally(x, W_q, W_k, W_v, chunk=1):
-    d_head = W_k.shape[1]
-    K_cache, V_cache = np.zeros((0, d_head)), np.zeros((0, d_head))
-    outputs = []
-    for start in range(0, x.shape[0], chunk):
-        out_new, K_cache, V_cache = attend(x[start:start + chunk], K_cache, V_cache, W_q, W_k, W_v)
-        outputs.append(out_new)
-    return np.concatenate(outputs)
-''',
+'''
+DECODE_THROUGH = {
+    "a default argument": _THROUGH_DEFAULT,
+    "a global alias": "step = attend_with_cache\n" + _THROUGH_DEFAULT.replace(", step=attend_with_cache)", ")"),
 }
 
 
