@@ -1,6 +1,7 @@
-"""Where sandbox images are kept when another user owns the shared directory (a hub's instructors, several graders).
+"""Where sandbox images are kept when another user owns the shared directory (a hub's instructors, several graders),
+and when they are removed.
 
-And when images are removed: each image is a copy of the grading environment (hundreds of MiB when hard links are refused, as they are
+Each image is a copy of the grading environment (hundreds of MiB when hard links are refused, as they are
 across users). Before, a grader whose shared directory belonged to another user built its image in a fresh
 temporary directory in every process and never removed it: each hub test run left two 644 MiB copies in /tmp.
 """

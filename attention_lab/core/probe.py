@@ -148,13 +148,14 @@ class _EarlierFunctions:
 
     def __enter__(self):
         missing = object()
-        wrappers: dict[int, tuple[Any, Any]] = {}  # id of an earlier function → (that function, its wrapper)
+        # id of an earlier function → its wrapper (the functions stay alive in self._saved, so no id is reused)
+        wrappers: dict[int, Any] = {}
         for name in self.names:
             self._saved[name] = self.namespace.get(name, missing)
             original = self._saved[name]
             self.namespace[name] = self._wrapper(name, original if callable(original) else None)
             if callable(original):
-                wrappers.setdefault(id(original), (original, self.namespace[name]))
+                wrappers.setdefault(id(original), self.namespace[name])
         self._missing = missing
         self._aliases = self._wrap_aliases(wrappers)
         return self
@@ -163,9 +164,8 @@ class _EarlierFunctions:
         """Put the wrappers wherever else the notebook's code holds an earlier function: under another global
         name, as a default argument or in a closure cell of a function defined in the notebook. Returns what to
         put back."""
-        def wrapper_of(value):
-            hit = wrappers.get(id(value))
-            return hit[1] if hit is not None and hit[0] is value else None
+        def wrapped(value):
+            return wrappers.get(id(value), value)
 
         undo = []
         if not wrappers:
@@ -173,27 +173,26 @@ class _EarlierFunctions:
         for key, value in list(self.namespace.items()):
             if key in self.names:
                 continue
-            wrapper = wrapper_of(value)
-            if wrapper is not None:
+            if wrapped(value) is not value:
                 undo.append(("global", key, value))
-                self.namespace[key] = wrapper
+                self.namespace[key] = wrapped(value)
             elif type(value) is types.FunctionType and value.__globals__ is self.namespace:
                 defaults = value.__defaults__ or ()
-                if any(wrapper_of(d) is not None for d in defaults):
+                if any(wrapped(d) is not d for d in defaults):
                     undo.append(("defaults", value, defaults))
-                    value.__defaults__ = tuple(wrapper_of(d) or d for d in defaults)
+                    value.__defaults__ = tuple(map(wrapped, defaults))
                 keywords = value.__kwdefaults__ or {}
-                if any(wrapper_of(d) is not None for d in keywords.values()):
+                if any(wrapped(d) is not d for d in keywords.values()):
                     undo.append(("kwdefaults", value, dict(keywords)))
-                    value.__kwdefaults__ = {k: wrapper_of(d) or d for k, d in keywords.items()}
+                    value.__kwdefaults__ = {k: wrapped(d) for k, d in keywords.items()}
                 for cell in value.__closure__ or ():
                     try:
-                        wrapper = wrapper_of(cell.cell_contents)
+                        contents = cell.cell_contents
                     except ValueError:  # an empty cell
                         continue
-                    if wrapper is not None:
-                        undo.append(("cell", cell, cell.cell_contents))
-                        cell.cell_contents = wrapper
+                    if wrapped(contents) is not contents:
+                        undo.append(("cell", cell, contents))
+                        cell.cell_contents = wrapped(contents)
         return undo
 
     def __exit__(self, *exc):

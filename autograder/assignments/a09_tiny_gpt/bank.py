@@ -246,6 +246,9 @@ def generate(params, config, prompt, n_new, temperature=None, uniforms=None, use
 
 # ------------------------------------------------------------------ known mistakes
 _EA, _LN, _GE, _ML, _CA = "from_earlier_assignments", "layer_norm", "gelu", "mlp", "causal_attention"
+#: Why the sampler needs the notebook's rule for u ≥ c_{V−1} (the hints of the two mistakes that lack it).
+_ROUNDING = ("Rounding can end the cumulative sum just below 1 (ten probabilities of 0.1 add up to "
+             "0.9999999999999999), and u can be as large as that: then no entry is above u and the rule says")
 _DB, _MF, _NT, _GN = "decoder_block", "model_forward", "next_token", "generate"
 _TANH = "    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))"
 
@@ -412,17 +415,13 @@ KNOWN_MISTAKES = {
     "sample_argmax_without_guard": Mistake(
         "the first index with u < cdf by np.argmax, without the rule for u ≥ the CDF's last entry: token 0 when "
         "rounding leaves the cumulative sum just below 1", "test_next_token",
-        "np.argmax of an all-False comparison is 0. Rounding can end the cumulative sum just below 1 (ten "
-        "probabilities of 0.1 add up to 0.9999999999999999), and u can be as large as that: then no entry is above "
-        "u and the rule says the last token.",
+        "np.argmax of an all-False comparison is 0. " + _ROUNDING + " the last token.",
         (Edit(_NT, 'return int(min(np.searchsorted(cdf, u, side="right"), len(p) - 1))',
               "return int(np.argmax(cdf > u))"),)),
     "sample_index_past_the_end": Mistake(
         "np.searchsorted without the rule for u ≥ the CDF's last entry: index V, past the last token, when rounding "
         "leaves the cumulative sum just below 1", "test_next_token",
-        "np.searchsorted returns len(cdf) when u is not below any entry. Rounding can end the cumulative sum just "
-        "below 1 (ten probabilities of 0.1 add up to 0.9999999999999999), and u can be as large as that: then the "
-        "rule says the last token, V − 1.",
+        "np.searchsorted returns len(cdf) when u is not below any entry. " + _ROUNDING + " the last token, V − 1.",
         (Edit(_NT, 'return int(min(np.searchsorted(cdf, u, side="right"), len(p) - 1))',
               'return int(np.searchsorted(cdf, u, side="right"))'),)),
     "greedy_argmin": Mistake(
